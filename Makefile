@@ -1,0 +1,35 @@
+# Fleet's two entry points. Each recipe first installs what the build needs when it
+# is missing, so both work on a fresh Debian machine with a Rust toolchain.
+
+# A persistent target directory outside the checkout keeps builds warm across clones.
+CARGO_TARGET_DIR ?= $(HOME)/.cache/fleet-target
+export CARGO_TARGET_DIR
+
+SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
+# clang and libclang: RocksDB's bindings are generated with bindgen.
+SYSTEM_PACKAGES := clang libclang-dev
+
+.PHONY: test gate deps
+
+## Runs the whole gate: formatting, lints, and every test.
+test: deps gate
+
+gate:
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	@if cargo nextest --version >/dev/null 2>&1; then \
+		cargo nextest run --workspace --no-fail-fast; \
+	else \
+		cargo test --workspace --no-fail-fast; \
+	fi
+
+## Installs missing system packages (Debian/Ubuntu).
+deps:
+	@missing=""; \
+	for package in $(SYSTEM_PACKAGES); do \
+		dpkg-query -W -f='$${Status}' $$package 2>/dev/null | grep -q "ok installed" || missing="$$missing $$package"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi

@@ -1,0 +1,12 @@
+//! Compiles `proto/*.proto` with protox (a pure-Rust protobuf compiler), so building
+//! Fleet never needs a system `protoc`.
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let files = ["proto/raft.proto"];
+    for file in files {
+        println!("cargo:rerun-if-changed={file}");
+    }
+    let descriptors = protox::compile(files, ["proto"])?;
+    tonic_prost_build::compile_fds(descriptors)?;
+    Ok(())
+}
