@@ -9,7 +9,7 @@ SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 # clang and libclang: RocksDB's bindings are generated with bindgen.
 SYSTEM_PACKAGES := clang libclang-dev
 
-.PHONY: test gate deps
+.PHONY: test gate deps bench
 
 ## Runs the whole gate: formatting, lints, and every test.
 test: deps gate
@@ -17,6 +17,8 @@ test: deps gate
 gate:
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	# The process tests start the fleetd and fleetctl binaries of this build.
+	cargo build --workspace --all-targets
 	@if cargo nextest --version >/dev/null 2>&1; then \
 		cargo nextest run --workspace --no-fail-fast; \
 	else \
@@ -33,3 +35,9 @@ deps:
 		echo "installing:$$missing"; \
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
 	fi
+
+## Measures write latency and throughput beside etcd 3.4 (installs etcd-server if missing).
+bench: deps
+	@command -v etcd >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq etcd-server; }
+	cargo build --workspace --all-targets
+	cargo bench --workspace --profile dev --bench write_latency

@@ -2,7 +2,7 @@
 //! Fleet never needs a system `protoc`.
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let files = ["proto/raft.proto"];
+    let files = ["proto/fleet.proto", "proto/raft.proto"];
     for file in files {
         println!("cargo:rerun-if-changed={file}");
     }

@@ -1,0 +1,158 @@
+//! `Connection`: `fleetctl`'s way into a fleet — TLS to each node's client API with the
+//! fleet CA, the operator token on every call, and the choice of node: the one named
+//! with `--node` (acting as that node), else the first endpoint that answers.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow, bail};
+use fleet_proto::api as wire;
+use fleet_proto::api::fleet_client::FleetClient;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
+use tonic::{Code, Status};
+
+/// How long one node may take to answer a status call before it counts as unreachable.
+const STATUS_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a write or read may take.
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The fleet as `fleetctl` reaches it.
+pub struct Connection {
+    /// `(node, host:port)` in the order of the config.
+    pub endpoints: Vec<(String, String)>,
+    ca_pem: String,
+    token: String,
+    /// `--node NAME`: talk through that node, acting as it.
+    pub via: Option<String>,
+}
+
+impl Connection {
+    /// A connection from its parts.
+    pub fn new(
+        endpoints: Vec<(String, String)>,
+        ca_pem: String,
+        token: String,
+        via: Option<String>,
+    ) -> Result<Self> {
+        if let Some(node) = &via
+            && !endpoints.iter().any(|(name, _)| name == node)
+        {
+            let known: Vec<&str> = endpoints.iter().map(|(n, _)| n.as_str()).collect();
+            bail!(
+                "--node {node}: no such endpoint in the fleetctl config (known: {})",
+                known.join(", ")
+            );
+        }
+        Ok(Self {
+            endpoints,
+            ca_pem,
+            token,
+            via,
+        })
+    }
+
+    /// The fleet CA in PEM.
+    pub fn ca_pem(&self) -> &str {
+        &self.ca_pem
+    }
+
+    /// The operator token.
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    fn client(&self, node: &str, timeout: Duration) -> Result<FleetClient<Channel>> {
+        let address = self
+            .endpoints
+            .iter()
+            .find(|(name, _)| name == node)
+            .map(|(_, address)| address.clone())
+            .with_context(|| format!("no endpoint for {node}"))?;
+        let tls = ClientTlsConfig::new()
+            .ca_certificate(Certificate::from_pem(&self.ca_pem))
+            .domain_name(format!("{node}.fleet"));
+        let channel = Endpoint::from_shared(format!("https://{address}"))?
+            .tls_config(tls)?
+            .connect_timeout(timeout.min(Duration::from_secs(3)))
+            .timeout(timeout)
+            .connect_lazy();
+        Ok(FleetClient::new(channel).max_decoding_message_size(8 * 1024 * 1024))
+    }
+
+    fn request<T>(&self, body: T) -> tonic::Request<T> {
+        let mut request = tonic::Request::new(body);
+        if let Ok(value) = format!("Bearer {}", self.token).parse() {
+            request.metadata_mut().insert("authorization", value);
+        }
+        request
+    }
+
+    /// Every endpoint's own status, concurrently; an error for those that do not answer.
+    pub async fn statuses(&self) -> Vec<(String, String, Result<wire::StatusReply, String>)> {
+        let calls = self.endpoints.iter().map(|(name, address)| async move {
+            let result = match self.client(name, STATUS_TIMEOUT) {
+                Ok(mut client) => client
+                    .status(self.request(wire::StatusRequest {}))
+                    .await
+                    .map(tonic::Response::into_inner)
+                    .map_err(|status| describe(&status)),
+                Err(error) => Err(error.to_string()),
+            };
+            (name.clone(), address.clone(), result)
+        });
+        futures::future::join_all(calls).await
+    }
+
+    /// Sends a membership change to the leader (found from the nodes' statuses).
+    pub async fn change_membership(
+        &self,
+        change: wire::membership_request::Change,
+    ) -> Result<wire::MembershipReply> {
+        let statuses = self.statuses().await;
+        let leader = statuses
+            .iter()
+            .filter_map(|(_, _, s)| s.as_ref().ok())
+            .map(|s| s.leader.clone())
+            .find(|l| !l.is_empty());
+        let target = match (&self.via, leader) {
+            (Some(via), _) => via.clone(),
+            (None, Some(leader)) => leader,
+            (None, None) => statuses
+                .iter()
+                .find(|(_, _, s)| s.is_ok())
+                .map(|(name, _, _)| name.clone())
+                .ok_or_else(|| {
+                    anyhow!(
+                        "no node of the fleet answers: {}",
+                        unreachable_list(&statuses)
+                    )
+                })?,
+        };
+        let mut client = self.client(&target, CALL_TIMEOUT)?;
+        let reply = client
+            .change_membership(self.request(wire::MembershipRequest {
+                change: Some(change),
+            }))
+            .await
+            .map_err(|status| anyhow!("{target}: {}", describe(&status)))?;
+        Ok(reply.into_inner())
+    }
+}
+
+fn describe(status: &Status) -> String {
+    match status.code() {
+        Code::Unavailable
+            if status.message().contains("transport error") || status.message().is_empty() =>
+        {
+            "unreachable".into()
+        }
+        _ => status.message().to_string(),
+    }
+}
+
+fn unreachable_list(statuses: &[(String, String, Result<wire::StatusReply, String>)]) -> String {
+    statuses
+        .iter()
+        .map(|(name, _, s)| format!("{name} ({})", s.as_ref().err().map_or("ok", String::as_str)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -1,0 +1,194 @@
+//! `fleetctl`: the command line of a Fleet, for people and agents.
+//!
+//! Global options come first (`--config`, `--node`, `-o`); each subcommand lives in
+//! its own module and receives them.
+//!
+//! # Layout
+//! - this file: the argument parser and the dispatch.
+//! - `output.rs`: `OutputFormat` (`-o table|json`).
+//! - `client_config.rs`: `ClientConfig`, the `fleetctl.toml` a fleet's operator uses.
+//! - `connection.rs`: `Connection`, TLS and the operator token to the nodes' API.
+//! - `init.rs`: `fleetctl init`, which creates a fleet's CA, certificates, tokens and configs.
+//! - `status.rs`: `fleetctl status`, one table (or JSON) of every member.
+//! - `membership.rs`: `fleetctl cluster init`, `fleetctl member add|remove`.
+//! - `dev.rs`: `fleetctl dev`, a local three-node fleet in one command.
+
+mod client_config;
+mod connection;
+mod dev;
+mod init;
+mod membership;
+mod output;
+mod status;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Args, Parser, Subcommand};
+
+use client_config::ClientConfig;
+use connection::Connection;
+use output::OutputFormat;
+
+/// Run and manage a Fleet of agent gateways.
+#[derive(Debug, Parser)]
+#[command(name = "fleetctl", version, about)]
+struct Cli {
+    #[command(flatten)]
+    global: GlobalOptions,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Options every subcommand accepts.
+#[derive(Debug, Args)]
+pub struct GlobalOptions {
+    /// The client config (`fleetctl.toml`, as written by `fleetctl init`).
+    #[arg(long, global = true, env = "FLEETCTL_CONFIG", value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// The node to talk through, acting as that node (default: any reachable one,
+    /// acting as the operator).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub node: Option<String>,
+    /// How to print results.
+    #[arg(short = 'o', long, global = true, value_enum, default_value_t = OutputFormat::Table)]
+    pub output: OutputFormat,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Create a new fleet: CA, node certificates, tokens and every config file.
+    Init(init::InitArgs),
+    /// Start a local fleet (one fleetd per node on loopback) and keep it running until Ctrl-C.
+    Dev(DevArgs),
+    /// Each member's Raft state, the leader, the roles; exits 1 without a quorum.
+    Status,
+    /// Bootstrap the fleet.
+    #[command(subcommand)]
+    Cluster(ClusterCommand),
+    /// Add or remove a member.
+    #[command(subcommand)]
+    Member(MemberCommand),
+}
+
+#[derive(Debug, Args)]
+struct DevArgs {
+    /// Where the fleet lives (created with `fleetctl init` when it holds none).
+    #[arg(long, value_name = "DIR")]
+    dir: PathBuf,
+    /// The nodes, in hierarchy order.
+    #[arg(long, value_delimiter = ',', default_value = "beast,5070,mac")]
+    nodes: Vec<String>,
+    /// The first node's API port (each node uses two).
+    #[arg(long, default_value_t = 7100)]
+    base_port: u16,
+    /// Raft transport of every node: quic, grpc or auto (default: as configured).
+    #[arg(long)]
+    transport: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+enum ClusterCommand {
+    /// Bootstrap a new fleet from the `[peers]` of the node's config (once per fleet).
+    Init {
+        /// Fleet settings (a `config/fleet.toml`); default: the seeds' defaults.
+        #[arg(long, value_name = "PATH")]
+        settings: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum MemberCommand {
+    /// Add a node: it joins as a learner and becomes a voter once caught up.
+    Add {
+        /// The node's name (its certificate must be issued for it).
+        name: String,
+        /// Its API address (`host:port`, TCP).
+        #[arg(long)]
+        api: String,
+        /// Its Raft address (`host:port`, UDP).
+        #[arg(long)]
+        raft: String,
+    },
+    /// Remove a node from the voters and from the fleet's chains.
+    Remove {
+        /// The node's name.
+        name: String,
+    },
+}
+
+/// The connection the global options describe.
+fn connect(global: &GlobalOptions) -> Result<Connection> {
+    let path = global
+        .config
+        .clone()
+        .context("no client config: pass --config DIR/fleetctl.toml or set FLEETCTL_CONFIG")?;
+    connection_from(&path, global.node.clone())
+}
+
+fn connection_from(path: &Path, via: Option<String>) -> Result<Connection> {
+    let config = ClientConfig::load(path)?;
+    let ca_pem = std::fs::read_to_string(&config.ca_cert)
+        .with_context(|| format!("cannot read the fleet CA {}", config.ca_cert.display()))?;
+    let token = config.operator_token()?;
+    Connection::new(config.endpoints.into_iter().collect(), ca_pem, token, via)
+}
+
+async fn run(cli: Cli) -> Result<ExitCode> {
+    let json = cli.global.output == OutputFormat::Json;
+    match cli.command {
+        Command::Init(args) => init::run(&args, &cli.global)?,
+        Command::Dev(args) => {
+            let options = dev::DevOptions {
+                dir: args.dir,
+                nodes: args.nodes,
+                base_port: args.base_port,
+                transport: args.transport,
+            };
+            let mut fleet = dev::start(&options, |path| connection_from(path, None)).await?;
+            let config = options.dir.join(ClientConfig::FILE_NAME);
+            println!(
+                "fleet running in {}; stop it with Ctrl-C",
+                options.dir.display()
+            );
+            println!("  fleetctl --config {} status", config.display());
+            for node in &options.nodes {
+                println!("  {node}: {}/{node}/fleetd.log", options.dir.display());
+            }
+            tokio::signal::ctrl_c().await?;
+            fleet.stop();
+        }
+        Command::Status => {
+            let quorum = status::run(&connect(&cli.global)?, json).await?;
+            if !quorum {
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+        Command::Cluster(ClusterCommand::Init { settings }) => {
+            let reply = membership::init(&connect(&cli.global)?, settings.as_deref()).await?;
+            membership::print(&reply, json)?;
+        }
+        Command::Member(MemberCommand::Add { name, api, raft }) => {
+            let reply = membership::add(&connect(&cli.global)?, &name, &api, &raft).await?;
+            membership::print(&reply, json)?;
+        }
+        Command::Member(MemberCommand::Remove { name }) => {
+            let reply = membership::remove(&connect(&cli.global)?, &name).await?;
+            membership::print(&reply, json)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli).await {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("fleetctl: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,12 @@
+//! The client API edge: authentication, the gRPC service, and the read queries.
+//!
+//! # Layout
+//! - [`auth`]: tokens and certificates to one `Actor`.
+//! - [`service`]: `FleetApi`, the `fleet.api.v1.Fleet` gRPC service.
+//! - [`query`]: `Query` and its pure answers from the state.
+//! - [`error`]: `ApiError`, mapped to gRPC status codes.
+
+pub mod auth;
+pub mod error;
+pub mod query;
+pub mod service;

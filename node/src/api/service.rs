@@ -1,0 +1,176 @@
+//! `FleetApi`: the gRPC client API of a node (`fleet.api.v1.Fleet`), a thin edge
+//! that authenticates the caller, decodes the request and hands it to the node.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use fleet_proto::api as wire;
+use fleet_proto::api::fleet_server::{Fleet, FleetServer};
+use tonic::{Request, Response, Status};
+
+use super::auth::{Authenticator, Credentials};
+use super::error::ApiError;
+use super::query::Query;
+use crate::raft::Peer;
+use crate::runtime::FleetNode;
+use crate::state::{Actor, FleetSettings};
+
+/// The client API service of one node.
+pub struct FleetApi {
+    node: Arc<FleetNode>,
+    auth: Arc<Authenticator>,
+}
+
+impl FleetApi {
+    /// The service for `node`.
+    pub fn new(node: Arc<FleetNode>, auth: Arc<Authenticator>) -> Self {
+        Self { node, auth }
+    }
+
+    /// The tonic server to add to the node's router.
+    pub fn into_server(self) -> FleetServer<Self> {
+        FleetServer::new(self).max_decoding_message_size(8 * 1024 * 1024)
+    }
+
+    fn actor<T>(
+        &self,
+        request: &Request<T>,
+        as_node: bool,
+        forwarded: &str,
+    ) -> Result<Actor, ApiError> {
+        let token = request
+            .metadata()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim);
+        let peer_node = request
+            .peer_certs()
+            .and_then(|certs| certs.first().and_then(crate::identity::node_name_from_cert));
+        let forwarded_actor = if forwarded.is_empty() {
+            None
+        } else {
+            Some(
+                serde_json::from_str(forwarded)
+                    .map_err(|e| ApiError::BadRequest(format!("forwarded_actor_json: {e}")))?,
+            )
+        };
+        self.auth.authenticate(&Credentials {
+            token,
+            peer_node: peer_node.as_deref(),
+            as_node,
+            forwarded_actor,
+        })
+    }
+
+    fn operator_only<T>(&self, request: &Request<T>) -> Result<(), Status> {
+        match self.actor(request, false, "")? {
+            Actor::Operator => Ok(()),
+            other => Err(Status::permission_denied(format!(
+                "{other} may not change membership: only the operator may"
+            ))),
+        }
+    }
+}
+
+#[tonic::async_trait]
+impl Fleet for FleetApi {
+    async fn write(
+        &self,
+        request: Request<wire::WriteRequest>,
+    ) -> Result<Response<wire::WriteReply>, Status> {
+        let actor = self.actor(
+            &request,
+            request.get_ref().as_node,
+            &request.get_ref().forwarded_actor_json,
+        )?;
+        let body = request.into_inner();
+        let parsed = serde_json::from_str(&body.request_json).map_err(|e| {
+            ApiError::BadRequest(format!("request_json is not a fleet request: {e}"))
+        })?;
+        let committed = self.node.propose(actor, parsed).await?;
+        let outcome = match committed.result {
+            Ok(response) => wire::write_reply::Outcome::ResponseJson(
+                serde_json::to_string(&response).map_err(|e| ApiError::Internal(e.to_string()))?,
+            ),
+            Err(violation) => wire::write_reply::Outcome::Refusal(wire::Refusal {
+                code: violation.code().into(),
+                message: violation.to_string(),
+                violation_json: serde_json::to_string(&violation).unwrap_or_default(),
+            }),
+        };
+        Ok(Response::new(wire::WriteReply {
+            outcome: Some(outcome),
+            log_index: committed.log_index,
+            leader: committed.leader,
+        }))
+    }
+
+    async fn read(
+        &self,
+        request: Request<wire::ReadRequest>,
+    ) -> Result<Response<wire::ReadReply>, Status> {
+        self.actor(&request, false, "")?;
+        let body = request.into_inner();
+        let query: Query = serde_json::from_str(&body.query_json)
+            .map_err(|e| ApiError::BadRequest(format!("query_json is not a fleet query: {e}")))?;
+        let (answer, applied_index) = self
+            .node
+            .read(
+                &query,
+                body.linearizable,
+                body.min_applied_index,
+                Duration::from_millis(body.wait_ms),
+            )
+            .await?;
+        Ok(Response::new(wire::ReadReply {
+            answer_json: serde_json::to_string(&answer)
+                .map_err(|e| ApiError::Internal(e.to_string()))?,
+            applied_index,
+        }))
+    }
+
+    async fn status(
+        &self,
+        request: Request<wire::StatusRequest>,
+    ) -> Result<Response<wire::StatusReply>, Status> {
+        self.actor(&request, false, "")?;
+        Ok(Response::new(self.node.status()))
+    }
+
+    async fn change_membership(
+        &self,
+        request: Request<wire::MembershipRequest>,
+    ) -> Result<Response<wire::MembershipReply>, Status> {
+        self.operator_only(&request)?;
+        let reply = match request.into_inner().change {
+            Some(wire::membership_request::Change::Init(init)) => {
+                let settings: Option<FleetSettings> = if init.settings_toml.is_empty() {
+                    None
+                } else {
+                    Some(
+                        toml::from_str(&init.settings_toml)
+                            .map_err(|e| ApiError::BadRequest(format!("fleet settings: {e}")))?,
+                    )
+                };
+                self.node.init_cluster(settings).await?
+            }
+            Some(wire::membership_request::Change::Add(add)) => {
+                self.node
+                    .add_member(Peer {
+                        name: add.name,
+                        raft_addr: add.raft_addr,
+                        api_addr: add.api_addr,
+                    })
+                    .await?
+            }
+            Some(wire::membership_request::Change::Remove(remove)) => {
+                self.node.remove_member(&remove.name).await?
+            }
+            None => {
+                return Err(ApiError::BadRequest("change: give init, add or remove".into()).into());
+            }
+        };
+        Ok(Response::new(reply))
+    }
+}

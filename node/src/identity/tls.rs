@@ -1,0 +1,114 @@
+//! TLS configurations for Raft (QUIC, mutual TLS) and the client API (gRPC over TLS).
+//!
+//! Every configuration trusts the fleet CA and nothing else: no system roots, no
+//! web PKI. Raft requires a client certificate on both ends; the client API accepts
+//! callers without one (operators and agents authenticate with tokens), but a
+//! certificate that *is* presented must chain to the fleet CA. The ring provider is
+//! passed explicitly, so no process-wide default has to be installed first.
+
+use std::sync::Arc;
+
+use rustls::crypto::CryptoProvider;
+use rustls::server::WebPkiClientVerifier;
+use rustls::{ClientConfig, ServerConfig};
+use tonic::transport::{Certificate, ClientTlsConfig, Identity, ServerTlsConfig};
+
+use super::ca_cert::CaCert;
+use super::error::IdentityError;
+use super::naming::dns_name;
+use super::node_identity::NodeIdentity;
+
+/// The ALPN protocol of node-to-node Raft traffic. A connection that negotiates
+/// anything else is not a Raft peer.
+pub const RAFT_ALPN: &[u8] = b"fleet-raft/1";
+
+/// The crypto provider every Fleet TLS configuration uses (ring).
+pub fn crypto_provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// The Raft server's TLS configuration: presents this node's certificate, requires a
+/// client certificate issued by the fleet CA, TLS 1.3 only (QUIC needs it), ALPN
+/// [`RAFT_ALPN`]. The peer's name is `node_name_from_cert` of its first certificate.
+pub fn raft_server_config(
+    identity: &NodeIdentity,
+    ca: &CaCert,
+) -> Result<ServerConfig, IdentityError> {
+    let error = |reason: String| IdentityError::Tls {
+        config: "Raft server",
+        reason,
+    };
+    let provider = crypto_provider();
+    let verifier =
+        WebPkiClientVerifier::builder_with_provider(Arc::new(ca.root_store()?), provider.clone())
+            .build()
+            .map_err(|e| error(e.to_string()))?;
+    let mut config = ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(|e| error(e.to_string()))?
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(identity.cert_chain.clone(), identity.key.clone_key())
+        .map_err(|e| error(format!("the node certificate or key is unusable: {e}")))?;
+    config.alpn_protocols = vec![RAFT_ALPN.to_vec()];
+    Ok(config)
+}
+
+/// The Raft client's TLS configuration: presents this node's certificate and
+/// verifies the server against the fleet CA, TLS 1.3 only, ALPN [`RAFT_ALPN`]. Dial a
+/// peer with the server name `dns_name(peer)`.
+pub fn raft_client_config(
+    identity: &NodeIdentity,
+    ca: &CaCert,
+) -> Result<ClientConfig, IdentityError> {
+    let error = |reason: String| IdentityError::Tls {
+        config: "Raft client",
+        reason,
+    };
+    let mut config = ClientConfig::builder_with_provider(crypto_provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(|e| error(e.to_string()))?
+        .with_root_certificates(ca.root_store()?)
+        .with_client_auth_cert(identity.cert_chain.clone(), identity.key.clone_key())
+        .map_err(|e| error(format!("the node certificate or key is unusable: {e}")))?;
+    config.alpn_protocols = vec![RAFT_ALPN.to_vec()];
+    Ok(config)
+}
+
+/// The client API's server TLS configuration for tonic: presents this node's
+/// certificate; client certificates are optional, but one that is presented must
+/// chain to the fleet CA (the handshake fails otherwise). The Raft gRPC fallback
+/// shares this port, so its handler must itself require a peer certificate.
+///
+/// tonic builds this rustls configuration with the default provider; ring is the
+/// only one compiled into the workspace, so that is ring too. Enabling another
+/// provider (aws-lc-rs) anywhere would require installing ring as the process default.
+pub fn api_server_tls(identity: &NodeIdentity, ca: &CaCert) -> ServerTlsConfig {
+    ServerTlsConfig::new()
+        .identity(Identity::from_pem(
+            identity.cert_chain_pem(),
+            identity.key_pem(),
+        ))
+        .client_ca_root(Certificate::from_pem(ca.pem()))
+        .client_auth_optional(true)
+}
+
+/// The client API's client TLS configuration for tonic: trusts only the fleet CA
+/// (`ca_pem`), expects the server to be `server_node` (server name
+/// `dns_name(server_node)`, whatever address is dialled) and presents `identity`
+/// when given (nodes do; operators usually do not).
+pub fn api_client_tls(
+    ca_pem: &str,
+    identity: Option<&NodeIdentity>,
+    server_node: &str,
+) -> ClientTlsConfig {
+    let config = ClientTlsConfig::new()
+        .ca_certificate(Certificate::from_pem(ca_pem))
+        .domain_name(dns_name(server_node));
+    match identity {
+        Some(identity) => config.identity(Identity::from_pem(
+            identity.cert_chain_pem(),
+            identity.key_pem(),
+        )),
+        None => config,
+    }
+}

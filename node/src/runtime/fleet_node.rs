@@ -1,0 +1,432 @@
+//! `FleetNode`: a running node's core — proposing commands (forwarded to the leader
+//! when this node follows), reading the state (linearizably when asked), reporting
+//! status and changing membership.
+//!
+//! *Architecture invariant:* only here does a command get its timestamp. The leader
+//! stamps `at_ms` from its own clock when it proposes; a follower forwards the request
+//! and the actor, never a timestamp, so time in the state always comes from a leader.
+
+use openraft::Instant as _;
+use openraft::async_runtime::WatchReceiver;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use openraft::error::{ClientWriteError, RaftError};
+use openraft::{ReadPolicy, ServerState};
+
+use super::forwarder::Forwarder;
+use crate::api::error::ApiError;
+use crate::api::query::{Query, QueryAnswer};
+use crate::raft::{CommandOutcome, FleetRaft, Peer, node_id};
+use crate::state::{Actor, Command, FleetSettings, NodeName, Request, Response, RuleViolation};
+use crate::store::{StateHandle, StateMachineStore};
+use fleet_proto::api as wire;
+
+/// The node's openraft handle.
+pub type RaftHandle = openraft::Raft<FleetRaft, StateMachineStore>;
+
+/// A committed command's outcome as the caller sees it.
+#[derive(Debug)]
+pub struct Committed {
+    pub result: Result<Response, RuleViolation>,
+    pub log_index: u64,
+    pub leader: String,
+}
+
+/// The longest a read may wait for the state to reach an index.
+pub const READ_WAIT_MAX: Duration = Duration::from_secs(300);
+
+/// A running node.
+pub struct FleetNode {
+    pub name: NodeName,
+    pub fleet: String,
+    pub raft: RaftHandle,
+    pub state: StateHandle,
+    /// This node as a member.
+    pub peer: Peer,
+    /// The members the config names, for bootstrapping.
+    pub configured_peers: Vec<Peer>,
+    pub(crate) forwarder: Forwarder,
+    /// A leader that heard from no quorum for this long reports no quorum.
+    pub quorum_stale_ms: u64,
+    /// Which transport each peer's Raft traffic uses right now.
+    pub transport_of: Box<dyn Fn(&str) -> &'static str + Send + Sync>,
+}
+
+/// Milliseconds since the Unix epoch on this machine's clock.
+pub fn wall_clock_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl FleetNode {
+    /// Proposes `request` as `actor`: on the leader with its clock, else forwarded.
+    pub async fn propose(&self, actor: Actor, request: Request) -> Result<Committed, ApiError> {
+        let command = Command {
+            at_ms: wall_clock_ms(),
+            actor: actor.clone(),
+            request: request.clone(),
+        };
+        match self.raft.client_write(command).await {
+            Ok(written) => Ok(Committed {
+                result: outcome_result(written.data),
+                log_index: written.log_id.index,
+                leader: self.name.to_string(),
+            }),
+            Err(RaftError::APIError(ClientWriteError::ForwardToLeader(forward))) => {
+                match forward.leader_node {
+                    Some(leader) if leader.name != self.name.as_str() => {
+                        self.forwarder.write(&leader, &actor, &request).await
+                    }
+                    _ => Err(ApiError::NoQuorum(self.quorum_problem())),
+                }
+            }
+            Err(RaftError::APIError(other)) => Err(ApiError::Internal(other.to_string())),
+            Err(RaftError::Fatal(fatal)) => Err(ApiError::Internal(fatal.to_string())),
+        }
+    }
+
+    /// Answers `query`; `linearizable` confirms with a quorum first (on the leader, to
+    /// which a follower forwards such reads); `min_applied` waits for that index.
+    pub async fn read(
+        &self,
+        query: &Query,
+        linearizable: bool,
+        min_applied: u64,
+        wait: Duration,
+    ) -> Result<(Result<QueryAnswer, RuleViolation>, u64), ApiError> {
+        if linearizable {
+            match self.raft.ensure_linearizable(ReadPolicy::ReadIndex).await {
+                Ok(_) => {}
+                Err(RaftError::APIError(error)) => {
+                    let leader = self.leader_peer();
+                    return match leader {
+                        Some(leader) if leader.name != self.name.as_str() => {
+                            self.forwarder.read(&leader, query, min_applied, wait).await
+                        }
+                        _ => Err(ApiError::NoQuorum(format!(
+                            "{error}; {}",
+                            self.quorum_problem()
+                        ))),
+                    };
+                }
+                Err(RaftError::Fatal(fatal)) => return Err(ApiError::Internal(fatal.to_string())),
+            }
+        }
+        if min_applied > self.state.applied_index() {
+            let mut applied = self.state.subscribe();
+            let deadline = tokio::time::sleep(wait.min(READ_WAIT_MAX));
+            tokio::pin!(deadline);
+            while *applied.borrow_and_update() < min_applied {
+                tokio::select! {
+                    _ = &mut deadline => break,
+                    changed = applied.changed() => if changed.is_err() { return Err(ApiError::ShuttingDown) },
+                }
+            }
+        }
+        let now = wall_clock_ms();
+        let answer = self.state.read(|state| query.answer(state, now));
+        Ok((answer, self.state.applied_index()))
+    }
+
+    /// The leader as a member, if one is known.
+    pub fn leader_peer(&self) -> Option<Peer> {
+        let metrics = self.raft.metrics().borrow_watched().clone();
+        let leader = metrics.current_leader?;
+        metrics
+            .membership_config
+            .membership()
+            .get_node(&leader)
+            .cloned()
+    }
+
+    /// A sentence on why there is no usable leader, naming the reachable voters.
+    pub fn quorum_problem(&self) -> String {
+        let metrics = self.raft.metrics().borrow_watched().clone();
+        let voters: Vec<u64> = metrics.membership_config.membership().voter_ids().collect();
+        format!(
+            "no leader is known to {} ({} voters in the fleet); fewer than {} of them can reach each other",
+            self.name,
+            voters.len(),
+            voters.len() / 2 + 1
+        )
+    }
+
+    /// This node's view of the fleet.
+    pub fn status(&self) -> wire::StatusReply {
+        let metrics = self.raft.metrics().borrow_watched().clone();
+        let membership = metrics.membership_config.membership().clone();
+        let voters: BTreeSet<u64> = membership.voter_ids().collect();
+        let leader = metrics
+            .current_leader
+            .and_then(|id| membership.get_node(&id).cloned());
+        let is_leader = metrics.state == ServerState::Leader;
+        let replication = metrics.replication.clone().unwrap_or_default();
+        let quorum_fresh = metrics
+            .last_quorum_acked
+            .is_some_and(|acked| (*acked).elapsed() < Duration::from_millis(self.quorum_stale_ms));
+        let (roles, settings) = self.state.read(|s| (s.roles.clone(), s.settings.clone()));
+        let members = membership
+            .nodes()
+            .map(|(id, peer)| {
+                let voter = voters.contains(id);
+                let own = *id == metrics.id;
+                let raft_state = if own {
+                    state_name(metrics.state).to_string()
+                } else if Some(*id) == metrics.current_leader {
+                    "leader".into()
+                } else if is_leader {
+                    match replication.get(id) {
+                        Some(Some(_)) => if voter { "follower" } else { "learner" }.into(),
+                        _ => "unreachable".into(),
+                    }
+                } else {
+                    "unknown".into()
+                };
+                let acked = replication.get(id).cloned().flatten();
+                wire::MemberStatus {
+                    name: peer.name.clone(),
+                    raft_state,
+                    term: if own { metrics.current_term } else { 0 },
+                    last_log_index: if own {
+                        metrics.last_log_index.unwrap_or(0)
+                    } else {
+                        acked.map_or(0, |log_id| log_id.index)
+                    },
+                    applied_index: if own {
+                        metrics.last_applied.map_or(0, |log_id| log_id.index)
+                    } else {
+                        0
+                    },
+                    healthy: NodeName::new(peer.name.clone()).is_ok_and(|n| roles.is_healthy(&n)),
+                    api_addr: peer.api_addr.clone(),
+                    raft_addr: peer.raft_addr.clone(),
+                    transport: if own {
+                        String::new()
+                    } else {
+                        (self.transport_of)(&peer.name).into()
+                    },
+                    voter,
+                    snapshot_index: if own {
+                        metrics.snapshot.map_or(0, |log_id| log_id.index)
+                    } else {
+                        0
+                    },
+                    purged_index: if own {
+                        metrics.purged.map_or(0, |log_id| log_id.index)
+                    } else {
+                        0
+                    },
+                }
+            })
+            .collect();
+        let quorum = leader.is_some() && (!is_leader || quorum_fresh || voters.len() == 1);
+        wire::StatusReply {
+            node: self.name.to_string(),
+            fleet: settings.map_or_else(|| self.fleet.clone(), |s| s.fleet),
+            leader: leader.map(|p| p.name).unwrap_or_default(),
+            term: metrics.current_term,
+            members,
+            primary: roles.primary().map(ToString::to_string).unwrap_or_default(),
+            note_taker: roles
+                .note_taker()
+                .map(ToString::to_string)
+                .unwrap_or_default(),
+            epoch: roles.epoch,
+            quorum,
+            problem: if quorum {
+                String::new()
+            } else {
+                self.quorum_problem()
+            },
+        }
+    }
+
+    /// Bootstraps a new fleet from the configured peers, then commits the settings.
+    pub async fn init_cluster(
+        &self,
+        settings: Option<FleetSettings>,
+    ) -> Result<wire::MembershipReply, ApiError> {
+        let members: BTreeMap<u64, Peer> = self
+            .configured_peers
+            .iter()
+            .map(|peer| (node_id(&peer.name), peer.clone()))
+            .collect();
+        let names: Vec<String> = self
+            .configured_peers
+            .iter()
+            .map(|p| p.name.clone())
+            .collect();
+        let already = self
+            .raft
+            .is_initialized()
+            .await
+            .map_err(|e| ApiError::Internal(e.to_string()))?;
+        if !already {
+            self.raft
+                .initialize(members)
+                .await
+                .map_err(|e| ApiError::Internal(format!("bootstrap failed: {e}")))?;
+        }
+        let settings = match settings {
+            Some(settings) => settings,
+            None => default_settings(&self.fleet, &names)?,
+        };
+        // The first leader may take an election timeout to appear.
+        let committed = self
+            .propose_when_led(Actor::Operator, Request::Bootstrap(settings))
+            .await?;
+        let message = match committed.result {
+            Ok(_) => format!("fleet bootstrapped with {}", names.join(", ")),
+            Err(RuleViolation::AlreadyBootstrapped { fleet }) => {
+                format!("fleet `{fleet}` was already bootstrapped")
+            }
+            Err(other) => return Err(ApiError::BadRequest(other.to_string())),
+        };
+        Ok(self.membership_reply(message))
+    }
+
+    async fn propose_when_led(
+        &self,
+        actor: Actor,
+        request: Request,
+    ) -> Result<Committed, ApiError> {
+        let mut last = None;
+        for _ in 0..50 {
+            match self.propose(actor.clone(), request.clone()).await {
+                Err(ApiError::NoQuorum(problem)) => {
+                    last = Some(problem);
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                other => return other,
+            }
+        }
+        Err(ApiError::NoQuorum(last.unwrap_or_default()))
+    }
+
+    /// Adds a member: as a learner first, then as a voter once it has caught up.
+    pub async fn add_member(&self, peer: Peer) -> Result<wire::MembershipReply, ApiError> {
+        let name =
+            NodeName::new(peer.name.clone()).map_err(|e| ApiError::BadRequest(e.to_string()))?;
+        let id = node_id(&peer.name);
+        self.raft
+            .add_learner(id, peer.clone(), true)
+            .await
+            .map_err(|e| self.membership_error(e))?;
+        let mut voters = self.voter_ids();
+        voters.insert(id);
+        self.raft
+            .change_membership(voters, false)
+            .await
+            .map_err(|e| self.membership_error(e))?;
+        let committed = self
+            .propose(
+                Actor::Operator,
+                Request::AddNode {
+                    node: name,
+                    specialties: Vec::new(),
+                },
+            )
+            .await?;
+        if let Err(error) = committed.result
+            && error.code() != "invalid_field"
+        {
+            return Err(ApiError::BadRequest(error.to_string()));
+        }
+        Ok(self.membership_reply(format!("{} joined as a voter", peer.name)))
+    }
+
+    /// Removes a member from the voters and from the fleet's chains.
+    pub async fn remove_member(&self, name: &str) -> Result<wire::MembershipReply, ApiError> {
+        let node = NodeName::new(name).map_err(|e| ApiError::BadRequest(e.to_string()))?;
+        let id = node_id(name);
+        let mut voters = self.voter_ids();
+        if !voters.remove(&id) {
+            return Err(ApiError::BadRequest(format!(
+                "`{name}` is not a voter of this fleet"
+            )));
+        }
+        self.raft
+            .change_membership(voters, false)
+            .await
+            .map_err(|e| self.membership_error(e))?;
+        let committed = self
+            .propose(Actor::Operator, Request::RemoveNode { node })
+            .await?;
+        if let Err(error) = committed.result {
+            return Err(ApiError::BadRequest(error.to_string()));
+        }
+        Ok(self.membership_reply(format!("{name} was removed")))
+    }
+
+    /// The current voters' ids.
+    fn voter_ids(&self) -> BTreeSet<u64> {
+        let metrics = self.raft.metrics();
+        let metrics = metrics.borrow_watched();
+        metrics.membership_config.membership().voter_ids().collect()
+    }
+
+    fn membership_error(
+        &self,
+        error: RaftError<FleetRaft, ClientWriteError<FleetRaft>>,
+    ) -> ApiError {
+        match error {
+            RaftError::APIError(ClientWriteError::ForwardToLeader(forward)) => ApiError::Forward {
+                leader: forward
+                    .leader_node
+                    .map_or_else(|| "unknown".into(), |p| p.name),
+                reason: "membership changes are made on the leader; send them there".into(),
+            },
+            other => ApiError::Internal(other.to_string()),
+        }
+    }
+
+    fn membership_reply(&self, message: String) -> wire::MembershipReply {
+        let metrics = self.raft.metrics().borrow_watched().clone();
+        let membership = metrics.membership_config.membership();
+        let name = |id: &u64| {
+            membership
+                .get_node(id)
+                .map_or_else(|| id.to_string(), |p| p.name.clone())
+        };
+        wire::MembershipReply {
+            voters: membership.voter_ids().map(|id| name(&id)).collect(),
+            learners: membership.learner_ids().map(|id| name(&id)).collect(),
+            message,
+        }
+    }
+}
+
+fn outcome_result(outcome: CommandOutcome) -> Result<Response, RuleViolation> {
+    outcome.result.unwrap_or(Ok(Response::Done))
+}
+
+fn state_name(state: ServerState) -> &'static str {
+    match state {
+        ServerState::Leader => "leader",
+        ServerState::Follower => "follower",
+        ServerState::Candidate => "candidate",
+        ServerState::Learner => "learner",
+        ServerState::Shutdown => "shutdown",
+    }
+}
+
+/// The settings of a fleet whose members are `names`, in the order the config lists
+/// them: the seeds' defaults where the names are the seeds' (Beast, 5070, Mac).
+fn default_settings(fleet: &str, names: &[String]) -> Result<FleetSettings, ApiError> {
+    let mut settings = FleetSettings::default_for(fleet);
+    let seeds: BTreeSet<&str> = ["beast", "5070", "mac"].into();
+    let given: BTreeSet<&str> = names.iter().map(String::as_str).collect();
+    if given != seeds {
+        let nodes = names
+            .iter()
+            .map(|n| NodeName::new(n.clone()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| ApiError::BadRequest(e.to_string()))?;
+        settings.hierarchy = nodes.clone();
+        settings.note_chain = nodes;
+        settings.specialties.clear();
+    }
+    Ok(settings)
+}

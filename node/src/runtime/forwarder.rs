@@ -1,0 +1,136 @@
+//! `Forwarder`: sends a write or a linearizable read that reached a follower on to the
+//! leader's client API, authenticated with this node's fleet certificate and carrying
+//! the actor this node authenticated — so the user never has to find the leader.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use fleet_proto::api as wire;
+use fleet_proto::api::fleet_client::FleetClient;
+use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
+
+use super::fleet_node::Committed;
+use crate::api::error::ApiError;
+use crate::api::query::{Query, QueryAnswer};
+use crate::raft::Peer;
+use crate::state::{Actor, Request, RuleViolation};
+
+/// Makes the TLS settings to reach the node called `name`.
+pub type TlsFor = Box<dyn Fn(&str) -> ClientTlsConfig + Send + Sync>;
+
+/// Cached channels to other nodes' client APIs.
+pub struct Forwarder {
+    tls_for: TlsFor,
+    timeout: Duration,
+    channels: Mutex<HashMap<(String, String), Channel>>,
+}
+
+impl Forwarder {
+    /// A forwarder whose calls give up after `timeout`.
+    pub fn new(tls_for: TlsFor, timeout: Duration) -> Self {
+        Self {
+            tls_for,
+            timeout,
+            channels: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn client(&self, leader: &Peer) -> Result<FleetClient<Channel>, ApiError> {
+        let key = (leader.name.clone(), leader.api_addr.clone());
+        let mut channels = self.channels.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(channel) = channels.get(&key) {
+            return Ok(FleetClient::new(channel.clone()));
+        }
+        let forward_error = |reason: String| ApiError::Forward {
+            leader: leader.name.clone(),
+            reason,
+        };
+        let channel = Endpoint::from_shared(format!("https://{}", leader.api_addr))
+            .map_err(|e| forward_error(e.to_string()))?
+            .tls_config((self.tls_for)(&leader.name))
+            .map_err(|e| forward_error(e.to_string()))?
+            .connect_timeout(self.timeout)
+            .timeout(self.timeout)
+            .connect_lazy();
+        channels.insert(key, channel.clone());
+        Ok(FleetClient::new(channel))
+    }
+
+    /// Forwards a write to `leader`.
+    pub async fn write(
+        &self,
+        leader: &Peer,
+        actor: &Actor,
+        request: &Request,
+    ) -> Result<Committed, ApiError> {
+        let forward_error = |reason: String| ApiError::Forward {
+            leader: leader.name.clone(),
+            reason,
+        };
+        let reply = self
+            .client(leader)?
+            .write(wire::WriteRequest {
+                request_json: to_json(request)?,
+                as_node: false,
+                forwarded_actor_json: to_json(actor)?,
+            })
+            .await
+            .map_err(|status| forward_error(status.message().to_string()))?
+            .into_inner();
+        let result = match reply.outcome {
+            Some(wire::write_reply::Outcome::ResponseJson(json)) => Ok(serde_json::from_str(&json)
+                .map_err(|e| forward_error(format!("undecodable reply: {e}")))?),
+            Some(wire::write_reply::Outcome::Refusal(refusal)) => {
+                Err(refusal_to_violation(refusal))
+            }
+            None => return Err(forward_error("empty reply".into())),
+        };
+        Ok(Committed {
+            result,
+            log_index: reply.log_index,
+            leader: reply.leader,
+        })
+    }
+
+    /// Forwards a linearizable read to `leader`.
+    pub async fn read(
+        &self,
+        leader: &Peer,
+        query: &Query,
+        min_applied: u64,
+        wait: Duration,
+    ) -> Result<(Result<QueryAnswer, RuleViolation>, u64), ApiError> {
+        let forward_error = |reason: String| ApiError::Forward {
+            leader: leader.name.clone(),
+            reason,
+        };
+        let reply = self
+            .client(leader)?
+            .read(wire::ReadRequest {
+                query_json: to_json(query)?,
+                linearizable: true,
+                min_applied_index: min_applied,
+                wait_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+            })
+            .await
+            .map_err(|status| forward_error(status.message().to_string()))?
+            .into_inner();
+        let answer: Result<QueryAnswer, RuleViolation> =
+            serde_json::from_str(&reply.answer_json)
+                .map_err(|e| forward_error(format!("undecodable reply: {e}")))?;
+        Ok((answer, reply.applied_index))
+    }
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> Result<String, ApiError> {
+    serde_json::to_string(value).map_err(|e| ApiError::Internal(e.to_string()))
+}
+
+/// A refusal that travelled over the wire, back as a rule violation of the same rule.
+fn refusal_to_violation(refusal: wire::Refusal) -> RuleViolation {
+    serde_json::from_str(&refusal.violation_json).unwrap_or(RuleViolation::InvalidField {
+        field: refusal.code,
+        reason: refusal.message,
+    })
+}

@@ -1,0 +1,20 @@
+//! The node runtime: everything around the pure state machine that does I/O.
+//!
+//! # Layout
+//! - [`fleet_node`]: `FleetNode` — propose (stamped with the leader's clock, forwarded
+//!   by followers), read, status, membership.
+//! - [`forwarder`]: follower-to-leader forwarding over the client API.
+//! - [`driver`]: the leader's ticks that move the state's time on.
+//! - [`effects`]: the executor of applied effects.
+//! - [`health`]: the leader's health monitor; leadership follows the primary.
+//! - [`start`]: wiring a node from its config: store, Raft, transports, API server.
+
+pub mod driver;
+pub mod effects;
+pub mod fleet_node;
+pub mod forwarder;
+pub mod health;
+pub mod start;
+
+pub use fleet_node::FleetNode;
+pub use start::{RunningNode, start};

@@ -1,0 +1,324 @@
+//! `LogStore`: the Raft log and vote in RocksDB, for openraft's `RaftLogStorage` and
+//! `RaftLogReader`.
+//!
+//! Raft's safety rests on what a node has acknowledged: an appended entry or a granted
+//! vote must still be there after a crash. So every write here (append, vote,
+//! truncate, purge, committed) is a `WriteBatch` written with `sync = true`, and an
+//! append's `IOFlushed` callback is only invoked after that synced write returned.
+//! (openraft's own 0.9 RocksDB example writes without syncing; this store does not
+//! copy it.)
+//!
+//! Layout: column family `log` maps the big-endian index to the JSON entry; column
+//! family `meta` holds `vote`, `committed` and `last_purged` as JSON. A purge records
+//! the purge point and deletes the entries in one batch, so the log never shows a hole
+//! nor loses its purge point.
+
+use std::fmt::Debug;
+use std::io;
+use std::ops::{Bound, RangeBounds};
+use std::sync::Arc;
+
+use openraft::OptionalSend;
+use openraft::storage::{IOFlushed, LogState, RaftLogReader, RaftLogStorage};
+use openraft::type_config::alias::{EntryOf, LogIdOf, VoteOf};
+use rocksdb::{DB, Direction, IteratorMode, WriteBatch};
+
+use super::database::{
+    CF_LOG, CF_META, column_family, read_json, run_blocking, to_json, write_synced,
+};
+use super::error::StoreError;
+use crate::raft::FleetRaft;
+
+type Entry = EntryOf<FleetRaft>;
+type LogId = LogIdOf<FleetRaft>;
+type Vote = VoteOf<FleetRaft>;
+
+const KEY_VOTE: &str = "vote";
+const KEY_COMMITTED: &str = "committed";
+const KEY_LAST_PURGED: &str = "last_purged";
+
+/// The most entries one `limited_get_log_entries` returns, so a follower far behind
+/// is caught up in bounded messages rather than one that holds the whole log.
+pub const ENTRIES_PER_READ_MAX: usize = 1_024;
+
+/// The Raft log, vote, committed and purge records of one node.
+///
+/// Cloning is cheap (an `Arc` of the database); a clone is the log reader that
+/// openraft's replication tasks use, and it sees every entry the store appended.
+#[derive(Clone)]
+pub struct LogStore {
+    db: Arc<DB>,
+}
+
+impl LogStore {
+    pub(crate) fn new(db: Arc<DB>) -> Self {
+        Self { db }
+    }
+
+    /// The entries with an index in `range`, at most `limit` of them, in index order.
+    /// Reads through one RocksDB iterator, which sees one consistent version of the
+    /// log even while appends go on.
+    fn read_entries(
+        &self,
+        range: impl RangeBounds<u64>,
+        limit: usize,
+    ) -> Result<Vec<Entry>, StoreError> {
+        let start = match range.start_bound() {
+            Bound::Included(&first) => first,
+            Bound::Excluded(&before) => match before.checked_add(1) {
+                Some(first) => first,
+                None => return Ok(Vec::new()),
+            },
+            Bound::Unbounded => 0,
+        };
+        // `None`: up to the end of the log.
+        let end_exclusive = match range.end_bound() {
+            Bound::Included(&last) => last.checked_add(1),
+            Bound::Excluded(&end) => Some(end),
+            Bound::Unbounded => None,
+        };
+        let family = column_family(&self.db, CF_LOG)?;
+        let start_key = start.to_be_bytes();
+        let iterator = self
+            .db
+            .iterator_cf(family, IteratorMode::From(&start_key, Direction::Forward));
+        let mut entries: Vec<Entry> = Vec::new();
+        for item in iterator {
+            if entries.len() >= limit {
+                break;
+            }
+            let (key, value) = item.map_err(|source| StoreError::Read {
+                column_family: CF_LOG,
+                what: format!("log entries from index {start}"),
+                source,
+            })?;
+            let index = decode_index(&key)?;
+            if end_exclusive.is_some_and(|end| index >= end) {
+                break;
+            }
+            let entry = decode_entry(index, &value)?;
+            if let Some(previous) = entries.last() {
+                let expected = previous.log_id.index + 1;
+                if index != expected {
+                    return Err(StoreError::Corrupt {
+                        what: format!(
+                            "the log has a hole: index {expected} is missing before {index}"
+                        ),
+                    });
+                }
+            }
+            entries.push(entry);
+        }
+        Ok(entries)
+    }
+
+    /// The log id of the last entry present, ignoring the purge point.
+    fn last_present_log_id(&self) -> Result<Option<LogId>, StoreError> {
+        let family = column_family(&self.db, CF_LOG)?;
+        let Some(item) = self.db.iterator_cf(family, IteratorMode::End).next() else {
+            return Ok(None);
+        };
+        let (key, value) = item.map_err(|source| StoreError::Read {
+            column_family: CF_LOG,
+            what: "the last log entry".to_string(),
+            source,
+        })?;
+        let entry = decode_entry(decode_index(&key)?, &value)?;
+        Ok(Some(entry.log_id))
+    }
+
+    /// Puts `value` (or deletes the key for `None`) in `meta`, synced.
+    async fn write_meta<T: serde::Serialize>(
+        &self,
+        key: &'static str,
+        value: Option<&T>,
+    ) -> Result<(), StoreError> {
+        let encoded = value.map(|v| to_json(v, key)).transpose()?;
+        let db = Arc::clone(&self.db);
+        run_blocking(key, move || {
+            let family = column_family(&db, CF_META)?;
+            let mut batch = WriteBatch::default();
+            match encoded {
+                Some(bytes) => batch.put_cf(family, key, bytes),
+                None => batch.delete_cf(family, key),
+            }
+            write_synced(&db, batch, CF_META, || format!("`{key}`"))
+        })
+        .await
+    }
+}
+
+/// Deletes the entries `first..=last` from the log in `batch`. (RocksDB's range
+/// delete excludes its end key, so the last one is deleted on its own; this also
+/// covers `last == u64::MAX`.)
+fn delete_indexes(batch: &mut WriteBatch, family: &rocksdb::ColumnFamily, first: u64, last: u64) {
+    if first > last {
+        return;
+    }
+    batch.delete_range_cf(family, first.to_be_bytes(), last.to_be_bytes());
+    batch.delete_cf(family, last.to_be_bytes());
+}
+
+fn decode_index(key: &[u8]) -> Result<u64, StoreError> {
+    let bytes: [u8; 8] = key.try_into().map_err(|_| StoreError::Corrupt {
+        what: format!(
+            "a key of {} bytes in `{CF_LOG}` is not an 8-byte index",
+            key.len()
+        ),
+    })?;
+    Ok(u64::from_be_bytes(bytes))
+}
+
+fn decode_entry(index: u64, value: &[u8]) -> Result<Entry, StoreError> {
+    let entry: Entry = serde_json::from_slice(value).map_err(|source| StoreError::Decode {
+        column_family: CF_LOG,
+        what: format!("the entry at index {index}"),
+        source,
+    })?;
+    if entry.log_id.index != index {
+        return Err(StoreError::Corrupt {
+            what: format!(
+                "the entry stored at index {index} has log id {}",
+                entry.log_id
+            ),
+        });
+    }
+    Ok(entry)
+}
+
+impl RaftLogReader<FleetRaft> for LogStore {
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + OptionalSend>(
+        &mut self,
+        range: RB,
+    ) -> Result<Vec<Entry>, io::Error> {
+        Ok(self.read_entries(range, usize::MAX)?)
+    }
+
+    async fn read_vote(&mut self) -> Result<Option<Vote>, io::Error> {
+        Ok(read_json(&self.db, CF_META, KEY_VOTE)?)
+    }
+
+    async fn limited_get_log_entries(
+        &mut self,
+        start: u64,
+        end: u64,
+    ) -> Result<Vec<Entry>, io::Error> {
+        Ok(self.read_entries(start..end, ENTRIES_PER_READ_MAX)?)
+    }
+}
+
+impl RaftLogStorage<FleetRaft> for LogStore {
+    type LogReader = LogStore;
+
+    async fn get_log_state(&mut self) -> Result<LogState<FleetRaft>, io::Error> {
+        let last_purged_log_id: Option<LogId> = read_json(&self.db, CF_META, KEY_LAST_PURGED)?;
+        let last_present = self.last_present_log_id()?;
+        // With every entry purged, the last log id is the purge point.
+        let last_log_id = std::cmp::max(last_present, last_purged_log_id);
+        Ok(LogState {
+            last_purged_log_id,
+            last_log_id,
+        })
+    }
+
+    async fn get_log_reader(&mut self) -> Self::LogReader {
+        self.clone()
+    }
+
+    async fn save_vote(&mut self, vote: &Vote) -> Result<(), io::Error> {
+        Ok(self.write_meta(KEY_VOTE, Some(vote)).await?)
+    }
+
+    async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), io::Error> {
+        // Synced too: on restart the state machine is re-applied up to this point, so
+        // a read after a restart never sees an older state than one served before it.
+        Ok(self.write_meta(KEY_COMMITTED, committed.as_ref()).await?)
+    }
+
+    async fn read_committed(&mut self) -> Result<Option<LogId>, io::Error> {
+        Ok(read_json(&self.db, CF_META, KEY_COMMITTED)?)
+    }
+
+    async fn append<I>(
+        &mut self,
+        entries: I,
+        callback: IOFlushed<FleetRaft>,
+    ) -> Result<(), io::Error>
+    where
+        I: IntoIterator<Item = Entry> + OptionalSend,
+        I::IntoIter: OptionalSend,
+    {
+        let mut encoded = Vec::new();
+        for entry in entries {
+            let index = entry.log_id.index;
+            encoded.push((index, to_json(&entry, "a log entry")?));
+        }
+        let (Some(&(first, _)), Some(&(last, _))) = (encoded.first(), encoded.last()) else {
+            callback.io_completed(Ok(()));
+            return Ok(());
+        };
+        let db = Arc::clone(&self.db);
+        let written = run_blocking("a log append", move || {
+            let family = column_family(&db, CF_LOG)?;
+            let mut batch = WriteBatch::default();
+            for (index, bytes) in encoded {
+                batch.put_cf(family, index.to_be_bytes(), bytes);
+            }
+            write_synced(&db, batch, CF_LOG, || {
+                format!("log entries {first}..={last}")
+            })
+        })
+        .await;
+        // Only now, with the write-ahead log fsynced, may Raft count these entries as
+        // durable on this node.
+        match written {
+            Ok(()) => {
+                callback.io_completed(Ok(()));
+                Ok(())
+            }
+            Err(error) => {
+                callback.io_completed(Err(io::Error::other(error.to_string())));
+                Err(error.into())
+            }
+        }
+    }
+
+    async fn truncate_after(&mut self, last_log_id: Option<LogId>) -> Result<(), io::Error> {
+        let first_removed = match last_log_id {
+            Some(log_id) => match log_id.index.checked_add(1) {
+                Some(first) => first,
+                None => return Ok(()),
+            },
+            None => 0,
+        };
+        let db = Arc::clone(&self.db);
+        run_blocking("a log truncation", move || {
+            let family = column_family(&db, CF_LOG)?;
+            let mut batch = WriteBatch::default();
+            delete_indexes(&mut batch, family, first_removed, u64::MAX);
+            write_synced(&db, batch, CF_LOG, || {
+                format!("truncation of the log from index {first_removed}")
+            })
+        })
+        .await?;
+        Ok(())
+    }
+
+    async fn purge(&mut self, log_id: LogId) -> Result<(), io::Error> {
+        let purged = to_json(&log_id, KEY_LAST_PURGED)?;
+        let last = log_id.index;
+        let db = Arc::clone(&self.db);
+        run_blocking("a log purge", move || {
+            let meta = column_family(&db, CF_META)?;
+            let log = column_family(&db, CF_LOG)?;
+            let mut batch = WriteBatch::default();
+            batch.put_cf(meta, KEY_LAST_PURGED, purged);
+            delete_indexes(&mut batch, log, 0, last);
+            write_synced(&db, batch, "log+meta", || {
+                format!("purge of the log up to index {last}")
+            })
+        })
+        .await?;
+        Ok(())
+    }
+}

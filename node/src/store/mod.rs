@@ -1,0 +1,56 @@
+//! The node's durable storage for Raft: the log and vote, and the state machine with
+//! its snapshot, in one RocksDB database.
+//!
+//! [`open_store`] opens (or creates) the database in a directory and returns the two
+//! halves openraft needs — a [`LogStore`] (`RaftLogStorage`) and a
+//! [`StateMachineStore`] (`RaftStateMachine`) — and a [`StateHandle`] through which
+//! the node runtime reads the applied [`FleetState`](crate::state::FleetState) and
+//! waits for progress. The effects of applied commands go to the channel given to
+//! `open_store`, tagged with their log index.
+//!
+//! # Durability
+//! Every append, vote, truncation, purge, committed record and snapshot is written
+//! with RocksDB's `sync` option, so what this node acknowledged survives `kill -9` and
+//! power loss (SPEC K1). The state itself is kept in memory and rebuilt on restart
+//! from the last snapshot plus the committed log after it.
+//!
+//! # Layout
+//! - [`log_store`]: `LogStore`, the log (`log` column family) and vote, committed and
+//!   purge point (`meta`).
+//! - [`state_machine_store`]: `StateMachineStore`, applying commands, building and
+//!   installing snapshots (`snapshot`), and `AppliedEffects`.
+//! - [`state_handle`]: `StateHandle`, read access and the applied-index watch.
+//! - [`error`]: `StoreError`, naming the path, column family and operation that failed.
+//! - `database`: the column families, opening, synced writes.
+
+mod database;
+pub mod error;
+pub mod log_store;
+pub mod state_handle;
+pub mod state_machine_store;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+
+pub use error::StoreError;
+pub use log_store::{ENTRIES_PER_READ_MAX, LogStore};
+pub use state_handle::StateHandle;
+pub use state_machine_store::{AppliedEffects, StateMachineStore};
+
+/// Opens the store in `dir` (creating the directory and database if needed) and
+/// restores the state from its last snapshot. Effects of commands applied from now on
+/// are sent to `effects`.
+///
+/// Fails if the directory cannot be created, RocksDB cannot open it (for example,
+/// another process holds it), or the stored snapshot cannot be decoded.
+pub fn open_store(
+    dir: &Path,
+    effects: mpsc::UnboundedSender<AppliedEffects>,
+) -> Result<(LogStore, StateMachineStore, StateHandle), StoreError> {
+    let db = database::open(dir)?;
+    let log_store = LogStore::new(Arc::clone(&db));
+    let (state_machine, handle) = StateMachineStore::open(db, effects)?;
+    Ok((log_store, state_machine, handle))
+}

@@ -1,0 +1,211 @@
+//! `GrpcClient`: Raft RPCs to one peer over a lazily connected tonic `Channel`.
+
+use std::io;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::Bytes;
+use fleet_proto::raft::RaftMessage;
+use fleet_proto::raft::raft_transport_client::RaftTransportClient;
+use futures::future::BoxFuture;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
+use tonic::{Code, Request, Status};
+use tracing::instrument;
+
+use super::{ENCODING_VERSION, MESSAGE_MAX_BYTES};
+use crate::transport::peer_name::NODE_NAME_DNS_SUFFIX;
+use crate::transport::{PAYLOAD_MAX_BYTES, RpcClient, RpcKind, TransportError};
+
+/// How long opening the TCP+TLS connection may take before the call fails as
+/// unreachable (each call is also bounded by its own timeout).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// HTTP/2 pings on an idle connection, so a dead peer is noticed and the channel
+/// reconnects.
+const KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(2);
+
+/// How long a ping may go unanswered before the connection is dropped.
+const KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Calls one peer's `RaftTransport` service over TLS with this node's certificate.
+///
+/// The channel connects on the first call and reconnects by itself after a failure.
+#[derive(Clone)]
+pub struct GrpcClient {
+    peer_name: String,
+    client: RaftTransportClient<Channel>,
+}
+
+impl GrpcClient {
+    /// A client for `peer_name`'s API port at `addr`: it trusts `ca` (the fleet CA),
+    /// presents `identity` (this node's certificate and key, PEM), and requires the
+    /// peer's certificate to name `<peer_name>.fleet`. Nothing connects until the first
+    /// call; an error here means the certificates could not be used.
+    pub fn new(
+        peer_name: &str,
+        addr: SocketAddr,
+        ca: Certificate,
+        identity: Identity,
+    ) -> io::Result<GrpcClient> {
+        let setup_error = |e: tonic::transport::Error| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("cannot set up the gRPC Raft client for {peer_name}: {e}"),
+            )
+        };
+        let tls = ClientTlsConfig::new()
+            .ca_certificate(ca)
+            .identity(identity)
+            .domain_name(format!("{peer_name}{NODE_NAME_DNS_SUFFIX}"));
+        let endpoint = Endpoint::from_shared(format!("https://{addr}"))
+            .map_err(setup_error)?
+            .tls_config(tls)
+            .map_err(setup_error)?
+            .connect_timeout(CONNECT_TIMEOUT)
+            .tcp_nodelay(true)
+            .http2_keep_alive_interval(KEEP_ALIVE_INTERVAL)
+            .keep_alive_timeout(KEEP_ALIVE_TIMEOUT)
+            .keep_alive_while_idle(true);
+        let client = RaftTransportClient::new(endpoint.connect_lazy())
+            .max_decoding_message_size(MESSAGE_MAX_BYTES)
+            .max_encoding_message_size(MESSAGE_MAX_BYTES);
+        Ok(GrpcClient {
+            peer_name: peer_name.to_owned(),
+            client,
+        })
+    }
+
+    /// The peer's node name.
+    pub fn peer_name(&self) -> &str {
+        &self.peer_name
+    }
+
+    #[instrument(skip_all, fields(peer = %self.peer_name, %kind, bytes = payload.len()))]
+    async fn call_by(
+        &self,
+        kind: RpcKind,
+        payload: Bytes,
+        timeout: Duration,
+    ) -> Result<Bytes, TransportError> {
+        if payload.len() > PAYLOAD_MAX_BYTES {
+            return Err(self.protocol(format!(
+                "the {kind} request of {} bytes exceeds the limit of {PAYLOAD_MAX_BYTES}",
+                payload.len()
+            )));
+        }
+        let mut request = Request::new(RaftMessage {
+            encoding_version: ENCODING_VERSION,
+            from: String::new(),
+            payload: payload.to_vec(),
+            error: None,
+        });
+        // Tells the peer the deadline, so it can give up too.
+        request.set_timeout(timeout);
+        let mut client = self.client.clone();
+        let call = async move {
+            match kind {
+                RpcKind::AppendEntries => client.append_entries(request).await,
+                RpcKind::Vote => client.vote(request).await,
+                RpcKind::PreVote => client.pre_vote(request).await,
+                RpcKind::InstallSnapshot => client.install_snapshot(request).await,
+                RpcKind::TransferLeader => client.transfer_leader(request).await,
+            }
+        };
+        let reply = match tokio::time::timeout(timeout, call).await {
+            Err(_) => return Err(self.timeout(kind, timeout)),
+            Ok(Err(status)) => return Err(self.status_error(kind, timeout, status)),
+            Ok(Ok(response)) => response.into_inner(),
+        };
+        if let Some(message) = reply.error {
+            return Err(TransportError::Remote {
+                peer: self.peer_name.clone(),
+                kind,
+                message,
+            });
+        }
+        if reply.encoding_version != ENCODING_VERSION {
+            return Err(self.protocol(format!(
+                "the reply has payload encoding version {}; this node speaks version {ENCODING_VERSION}",
+                reply.encoding_version
+            )));
+        }
+        Ok(Bytes::from(reply.payload))
+    }
+
+    /// What a failed call means for Raft: a peer that cannot be reached or refuses this
+    /// node is unreachable (Raft backs off); a missed deadline is a timeout.
+    fn status_error(&self, kind: RpcKind, timeout: Duration, status: Status) -> TransportError {
+        match status.code() {
+            Code::Unavailable => self.unreachable(format!("gRPC: {}", status.message())),
+            Code::Unauthenticated | Code::PermissionDenied => self.unreachable(format!(
+                "the peer refused this node's certificate: {}",
+                status.message()
+            )),
+            Code::DeadlineExceeded | Code::Cancelled => self.timeout(kind, timeout),
+            // The connection itself failed (e.g. the peer's TLS refused this node's
+            // certificate after the handshake): tonic reports that as `Unknown` with the
+            // transport error as source.
+            Code::Unknown if std::error::Error::source(&status).is_some_and(is_transport_error) => {
+                self.unreachable(format!("gRPC connection failed: {}", error_chain(&status)))
+            }
+            code => self.protocol(format!("gRPC status {code:?}: {}", status.message())),
+        }
+    }
+
+    fn unreachable(&self, reason: String) -> TransportError {
+        TransportError::Unreachable {
+            peer: self.peer_name.clone(),
+            reason,
+        }
+    }
+
+    fn timeout(&self, kind: RpcKind, timeout: Duration) -> TransportError {
+        TransportError::Timeout {
+            peer: self.peer_name.clone(),
+            kind,
+            timeout,
+        }
+    }
+
+    fn protocol(&self, reason: String) -> TransportError {
+        TransportError::Protocol {
+            peer: self.peer_name.clone(),
+            reason,
+        }
+    }
+}
+
+fn is_transport_error(error: &(dyn std::error::Error + 'static)) -> bool {
+    error.is::<tonic::transport::Error>()
+}
+
+/// The status message followed by every source's message, for a reason that says why.
+fn error_chain(status: &Status) -> String {
+    let mut reason = status.message().to_owned();
+    let mut source = std::error::Error::source(status);
+    while let Some(error) = source {
+        reason.push_str(": ");
+        reason.push_str(&error.to_string());
+        source = error.source();
+    }
+    reason
+}
+
+impl RpcClient for GrpcClient {
+    fn call(
+        &self,
+        kind: RpcKind,
+        payload: Bytes,
+        timeout: Duration,
+    ) -> BoxFuture<'_, Result<Bytes, TransportError>> {
+        Box::pin(self.call_by(kind, payload, timeout))
+    }
+}
+
+impl std::fmt::Debug for GrpcClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GrpcClient")
+            .field("peer_name", &self.peer_name)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,138 @@
+//! Write latency and throughput of a three-node fleet on loopback, over QUIC and over
+//! gRPC, side by side with etcd 3.4 (three members on loopback, default settings) in
+//! the same run with the same client pattern: `clients` concurrent clients, each with
+//! its own connection to the leader, each writing one small record after another.
+//!
+//! Run: `make bench` (or `cargo bench --workspace --profile dev --bench write_latency`
+//! after `cargo build --workspace --all-targets`). `FLEET_BENCH_WRITES` sets the writes
+//! per run (default 2000). Prints a Markdown table for `docs/benchmarks.md`.
+
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+use fleet_node::state::event_log::{EventStatus, NewEvent};
+use fleet_node::state::{Request, Response};
+use fleet_tests::etcd::{self, EtcdCluster, pb};
+use fleet_tests::latency::LatencyRun;
+use fleet_tests::{ProcessFleet, TestClient};
+
+const CONCURRENCY: [usize; 3] = [1, 16, 64];
+const NODES: [&str; 3] = ["beast", "5070", "mac"];
+
+fn record(client: usize, i: usize) -> Request {
+    Request::AppendEvent(NewEvent {
+        event_type: "bench.write".into(),
+        stream: "bench".into(),
+        room: "bench".into(),
+        to: "*".into(),
+        correlation_id: None,
+        status: EventStatus::Open,
+        body: format!("client {client} write {i} {}", "x".repeat(32)),
+        request_id: None,
+    })
+}
+
+async fn fleet_runs(transport: &str, writes: usize) -> Result<Vec<LatencyRun>> {
+    let mut fleet = ProcessFleet::init(&NODES)?;
+    fleet.env.push(("FLEET_TRANSPORT".into(), transport.into()));
+    fleet.start_all()?;
+    fleet.bootstrap("beast")?;
+    let leader = fleet.wait_for_leader(None, Duration::from_secs(15))?;
+    let mut runs = Vec::new();
+    for clients in CONCURRENCY {
+        let base = TestClient::connect(fleet.dir(), &leader).await?;
+        let run = LatencyRun::measure(clients, writes, |c| {
+            let client = base.clone();
+            async move {
+                Ok(move |i| {
+                    let mut client = client.clone();
+                    async move {
+                        match client.write(&record(c, i), false).await? {
+                            (Ok(Response::Event { .. }), _) => Ok(()),
+                            (other, _) => bail!("write answered {other:?}"),
+                        }
+                    }
+                })
+            }
+        })
+        .await?;
+        runs.push(run);
+    }
+    Ok(runs)
+}
+
+async fn etcd_runs(writes: usize) -> Result<Vec<LatencyRun>> {
+    let cluster = EtcdCluster::start().await?;
+    let leader = cluster.leader_url(Duration::from_secs(30)).await?;
+    let mut runs = Vec::new();
+    for clients in CONCURRENCY {
+        let leader = leader.clone();
+        let run = LatencyRun::measure(clients, writes, |c| {
+            let leader = leader.clone();
+            async move {
+                let client = pb::kv_client::KvClient::new(etcd::channel(&leader).await?);
+                Ok(move |i| {
+                    let mut client = client.clone();
+                    async move {
+                        let value = format!("client {c} write {i} {}", "x".repeat(32));
+                        client
+                            .put(pb::PutRequest {
+                                key: format!("bench/{c}/{i}").into_bytes(),
+                                value: value.into_bytes(),
+                            })
+                            .await?;
+                        Ok(())
+                    }
+                })
+            }
+        })
+        .await?;
+        runs.push(run);
+    }
+    Ok(runs)
+}
+
+fn row(system: &str, run: &LatencyRun) -> String {
+    let ms = |d: Duration| format!("{:.2}", d.as_secs_f64() * 1000.0);
+    format!(
+        "| {system} | {} | {} | {} | {} | {:.0} |",
+        run.clients,
+        run.writes,
+        ms(run.percentile(0.5)),
+        ms(run.percentile(0.99)),
+        run.throughput()
+    )
+}
+
+fn main() -> Result<()> {
+    let writes: usize = std::env::var("FLEET_BENCH_WRITES")
+        .ok()
+        .and_then(|w| w.parse().ok())
+        .unwrap_or(2000);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let mut rows = Vec::new();
+        for transport in ["quic", "grpc"] {
+            for run in fleet_runs(transport, writes).await? {
+                eprintln!("{}", row(&format!("fleet ({transport})"), &run));
+                rows.push(row(&format!("fleet ({transport})"), &run));
+            }
+        }
+        if EtcdCluster::available() {
+            for run in etcd_runs(writes).await? {
+                eprintln!("{}", row("etcd 3.4", &run));
+                rows.push(row("etcd 3.4", &run));
+            }
+        } else {
+            eprintln!("etcd is not installed (Debian: apt-get install etcd-server); only Fleet was measured");
+        }
+        println!("| system | clients | writes | p50 ms | p99 ms | writes/s |");
+        println!("|---|---|---|---|---|---|");
+        for row in rows {
+            println!("{row}");
+        }
+        Ok(())
+    })
+}

@@ -1,0 +1,168 @@
+//! `TestClient`: the client API of one node, spoken directly over gRPC with TLS and
+//! the operator token, so tests can write and read without going through a CLI.
+
+use std::fs;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow, bail};
+use fleet_node::api::query::{Query, QueryAnswer};
+use fleet_node::state::{Request, Response, RuleViolation};
+use fleet_proto::api as wire;
+use fleet_proto::api::fleet_client::FleetClient;
+use tonic::metadata::MetadataValue;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
+
+/// A connection to one node's client API.
+#[derive(Clone)]
+pub struct TestClient {
+    client: FleetClient<Channel>,
+    token: String,
+    pub node: String,
+}
+
+impl TestClient {
+    /// Connects to `node` of the fleet initialised in `dir`.
+    pub async fn connect(dir: &Path, node: &str) -> Result<Self> {
+        let config: toml::Value = toml::from_str(&fs::read_to_string(dir.join("fleetctl.toml"))?)?;
+        let address = config
+            .get("endpoints")
+            .and_then(|e| e.get(node))
+            .and_then(|a| a.as_str())
+            .with_context(|| format!("no endpoint for {node} in fleetctl.toml"))?;
+        let ca = fs::read_to_string(dir.join("ca.pem"))?;
+        let token = fs::read_to_string(dir.join("operator.token"))?
+            .trim()
+            .to_string();
+        let tls = ClientTlsConfig::new()
+            .ca_certificate(Certificate::from_pem(ca))
+            .domain_name(format!("{node}.fleet"));
+        let channel = Endpoint::from_shared(format!("https://{address}"))?
+            .tls_config(tls)?
+            .connect_timeout(Duration::from_secs(2))
+            .timeout(Duration::from_secs(10))
+            .connect_lazy();
+        Ok(Self {
+            client: FleetClient::new(channel),
+            token,
+            node: node.to_string(),
+        })
+    }
+
+    fn request<T>(&self, body: T) -> tonic::Request<T> {
+        let mut request = tonic::Request::new(body);
+        let value: MetadataValue<_> = format!("Bearer {}", self.token)
+            .parse()
+            .expect("a token is ASCII");
+        request.metadata_mut().insert("authorization", value);
+        request
+    }
+
+    /// Commits `request` as the operator (or as this node with `as_node`).
+    pub async fn write(
+        &mut self,
+        request: &Request,
+        as_node: bool,
+    ) -> Result<(Result<Response, RuleViolation>, u64)> {
+        let body = wire::WriteRequest {
+            request_json: serde_json::to_string(request)?,
+            as_node,
+            forwarded_actor_json: String::new(),
+        };
+        let reply = self
+            .client
+            .write(self.request(body))
+            .await
+            .map_err(|s| anyhow!("{}: {}", s.code(), s.message()))?;
+        let reply = reply.into_inner();
+        let result = match reply.outcome {
+            Some(wire::write_reply::Outcome::ResponseJson(json)) => {
+                Ok(serde_json::from_str(&json)?)
+            }
+            Some(wire::write_reply::Outcome::Refusal(refusal)) => {
+                Err(serde_json::from_str(&refusal.violation_json)?)
+            }
+            None => bail!("empty write reply"),
+        };
+        Ok((result, reply.log_index))
+    }
+
+    /// Reads `query`, waiting until this node has applied `min_applied`.
+    pub async fn read(
+        &mut self,
+        query: &Query,
+        linearizable: bool,
+        min_applied: u64,
+    ) -> Result<QueryAnswer> {
+        let body = wire::ReadRequest {
+            query_json: serde_json::to_string(query)?,
+            linearizable,
+            min_applied_index: min_applied,
+            wait_ms: 10_000,
+        };
+        let reply = self
+            .client
+            .read(self.request(body))
+            .await
+            .map_err(|s| anyhow!("{}: {}", s.code(), s.message()))?;
+        let answer: Result<QueryAnswer, RuleViolation> =
+            serde_json::from_str(&reply.into_inner().answer_json)?;
+        Ok(answer?)
+    }
+
+    /// This node's status.
+    pub async fn status(&mut self) -> Result<wire::StatusReply> {
+        let reply = self
+            .client
+            .status(self.request(wire::StatusRequest {}))
+            .await
+            .map_err(|s| anyhow!("{}: {}", s.code(), s.message()))?;
+        Ok(reply.into_inner())
+    }
+}
+
+/// Calls `target`'s API in the fleet of `fleet_dir` presenting the node certificate of
+/// `node` from `cert_dir` (another fleet's directory for a stranger).
+pub async fn call_with_node_cert(
+    fleet_dir: &Path,
+    cert_dir: &Path,
+    node: &str,
+    target: &str,
+) -> Result<()> {
+    use tonic::transport::Identity;
+    let config: toml::Value =
+        toml::from_str(&fs::read_to_string(fleet_dir.join("fleetctl.toml"))?)?;
+    let address = config["endpoints"][target]
+        .as_str()
+        .context("endpoint")?
+        .to_string();
+    let ca = fs::read_to_string(fleet_dir.join("ca.pem"))?;
+    let identity = Identity::from_pem(
+        fs::read_to_string(cert_dir.join(node).join("node.pem"))?,
+        fs::read_to_string(cert_dir.join(node).join("node.key"))?,
+    );
+    let tls = ClientTlsConfig::new()
+        .ca_certificate(Certificate::from_pem(ca))
+        .identity(identity)
+        .domain_name(format!("{target}.fleet"));
+    let channel = Endpoint::from_shared(format!("https://{address}"))?
+        .tls_config(tls)?
+        .connect_timeout(Duration::from_secs(2))
+        .timeout(Duration::from_secs(5))
+        .connect()
+        .await?;
+    let token = fs::read_to_string(fleet_dir.join("operator.token"))?
+        .trim()
+        .to_string();
+    let mut client = FleetClient::new(channel);
+    let mut request = tonic::Request::new(wire::StatusRequest {});
+    request.metadata_mut().insert(
+        "authorization",
+        format!("Bearer {token}").parse().expect("ASCII token"),
+    );
+    client
+        .status(request)
+        .await
+        .map_err(|s| anyhow!("{}: {}", s.code(), s.message()))?;
+    Ok(())
+}

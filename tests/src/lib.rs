@@ -1,0 +1,18 @@
+//! A harness for tests against real `fleetd` processes on loopback: a fleet made with
+//! `fleetctl init`, nodes started, killed (`SIGKILL`), paused and restarted as an
+//! operator would, and a gRPC client that talks to any node with the operator token.
+//!
+//! # Layout
+//! - [`process_fleet`]: `ProcessFleet`, the processes and their files.
+//! - [`client`]: `TestClient`, writes and reads through the client API.
+//! - [`etcd`]: the part of etcd's v3 API the benchmarks drive, and `EtcdCluster`, three
+//!   etcd members on loopback.
+//! - [`latency`]: `LatencyRun`, concurrent clients and their latency percentiles.
+
+pub mod client;
+pub mod etcd;
+pub mod latency;
+pub mod process_fleet;
+
+pub use client::TestClient;
+pub use process_fleet::ProcessFleet;

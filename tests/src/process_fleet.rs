@@ -1,0 +1,249 @@
+//! `ProcessFleet`: real `fleetd` processes made and driven the way an operator would:
+//! `fleetctl init` writes the certificates and configs, each node is started with
+//! `fleetd --config DIR/<node>/fleetd.toml`, `fleetctl cluster init` bootstraps.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::net::{TcpListener, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use tempfile::TempDir;
+
+use crate::client::TestClient;
+
+/// The directory holding the workspace's built binaries.
+pub fn binary_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary has a path");
+    // target/<profile>/deps/<test> → target/<profile>
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("test binaries live in target/<profile>/deps")
+        .to_path_buf()
+}
+
+/// A binary of the workspace, e.g. `fleetd`.
+pub fn binary(name: &str) -> PathBuf {
+    let path = binary_dir().join(name);
+    assert!(
+        path.exists(),
+        "{} is not built; run the tests through cargo",
+        path.display()
+    );
+    path
+}
+
+/// Finds `count` consecutive ports free for both TCP and UDP on 127.0.0.1.
+pub fn free_port_range(count: u16) -> u16 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let seed = u64::from(std::process::id()) ^ u64::from(nanos);
+    let mut candidate = 20_000 + ((seed.wrapping_mul(7919)) % 30_000) as u16;
+    loop {
+        let free = (0..count).all(|offset| {
+            let port = candidate + offset;
+            TcpListener::bind(("127.0.0.1", port)).is_ok()
+                && UdpSocket::bind(("127.0.0.1", port)).is_ok()
+        });
+        if free {
+            return candidate;
+        }
+        candidate = 20_000 + (candidate - 20_000 + count * 7 + 13) % 30_000;
+    }
+}
+
+/// A fleet of real processes in a temporary directory.
+pub struct ProcessFleet {
+    dir: TempDir,
+    pub nodes: Vec<String>,
+    children: BTreeMap<String, Child>,
+    /// Extra environment for every `fleetd` (e.g. `FLEET_TRANSPORT=grpc`).
+    pub env: Vec<(String, String)>,
+}
+
+impl ProcessFleet {
+    /// `fleetctl init` for `nodes` on free loopback ports; nothing is started yet.
+    pub fn init(nodes: &[&str]) -> Result<Self> {
+        let dir = tempfile::Builder::new().prefix("fleet-test-").tempdir()?;
+        let base = free_port_range(2 * nodes.len() as u16);
+        let fleet = Self {
+            dir,
+            nodes: nodes.iter().map(|n| n.to_string()).collect(),
+            children: BTreeMap::new(),
+            env: Vec::new(),
+        };
+        let output = fleet.fleetctl_raw(&[
+            "init",
+            "--dir",
+            fleet.dir.path().to_str().unwrap(),
+            "--nodes",
+            &nodes.join(","),
+            "--base-port",
+            &base.to_string(),
+        ])?;
+        if !output.status.success() {
+            bail!(
+                "fleetctl init failed: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        Ok(fleet)
+    }
+
+    /// The fleet's directory.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// `DIR/<node>/fleetd.toml`.
+    pub fn config_path(&self, node: &str) -> PathBuf {
+        self.dir().join(node).join("fleetd.toml")
+    }
+
+    /// Starts `fleetd` for `node`, its output appended to `DIR/<node>/fleetd.log`.
+    pub fn start(&mut self, node: &str) -> Result<()> {
+        let log = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir().join(node).join("fleetd.log"))?;
+        let mut command = Command::new(binary("fleetd"));
+        command
+            .arg("--config")
+            .arg(self.config_path(node))
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log);
+        for (key, value) in &self.env {
+            command.env(key, value);
+        }
+        let child = command
+            .spawn()
+            .with_context(|| format!("starting fleetd for {node}"))?;
+        self.children.insert(node.to_string(), child);
+        Ok(())
+    }
+
+    /// Starts every node.
+    pub fn start_all(&mut self) -> Result<()> {
+        for node in self.nodes.clone() {
+            self.start(&node)?;
+        }
+        Ok(())
+    }
+
+    /// `kill -9` of `node`, waiting for it to be gone.
+    pub fn kill(&mut self, node: &str) -> Result<()> {
+        let mut child = self
+            .children
+            .remove(node)
+            .with_context(|| format!("{node} is not running"))?;
+        child.kill()?;
+        child.wait()?;
+        Ok(())
+    }
+
+    /// Sends a signal (`STOP`, `CONT`) to `node`'s process.
+    pub fn signal(&self, node: &str, signal: &str) -> Result<()> {
+        let child = self
+            .children
+            .get(node)
+            .with_context(|| format!("{node} is not running"))?;
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(child.id().to_string())
+            .status()?;
+        if !status.success() {
+            bail!("kill -{signal} {node} failed");
+        }
+        Ok(())
+    }
+
+    /// Runs `fleetctl` with the fleet's client config.
+    pub fn fleetctl(&self, args: &[&str]) -> Result<Output> {
+        let config = self.dir().join("fleetctl.toml");
+        let mut all = vec!["--config", config.to_str().unwrap()];
+        all.extend_from_slice(args);
+        self.fleetctl_raw(&all)
+    }
+
+    fn fleetctl_raw(&self, args: &[&str]) -> Result<Output> {
+        Ok(Command::new(binary("fleetctl"))
+            .args(args)
+            .stdin(Stdio::null())
+            .output()?)
+    }
+
+    /// Runs `fleetctl … -o json` and parses its output; fails with stderr if it failed.
+    pub fn fleetctl_json(&self, args: &[&str]) -> Result<serde_json::Value> {
+        let mut all = args.to_vec();
+        all.extend_from_slice(&["-o", "json"]);
+        let output = self.fleetctl(&all)?;
+        if !output.status.success() {
+            bail!(
+                "fleetctl {} failed: {}{}",
+                args.join(" "),
+                String::from_utf8_lossy(&output.stderr),
+                String::from_utf8_lossy(&output.stdout)
+            );
+        }
+        Ok(serde_json::from_slice(&output.stdout)?)
+    }
+
+    /// A client that talks to `node` with the operator token.
+    pub async fn client(&self, node: &str) -> Result<TestClient> {
+        TestClient::connect(self.dir(), node).await
+    }
+
+    /// Bootstraps the fleet through `node` once it listens, and waits until a leader
+    /// has committed the fleet's settings.
+    pub fn bootstrap(&self, node: &str) -> Result<serde_json::Value> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            match self.fleetctl_json(&["--node", node, "cluster", "init"]) {
+                Err(error)
+                    if error.to_string().contains("connect") && Instant::now() < deadline =>
+                {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Waits until `fleetctl status` reports a leader other than `not`, and returns it.
+    pub fn wait_for_leader(&self, not: Option<&str>, timeout: Duration) -> Result<String> {
+        let deadline = Instant::now() + timeout;
+        let mut last = String::new();
+        while Instant::now() < deadline {
+            match self.fleetctl_json(&["status"]) {
+                Ok(status) => {
+                    let leader = status["leader"].as_str().unwrap_or_default().to_string();
+                    if !leader.is_empty() && Some(leader.as_str()) != not {
+                        return Ok(leader);
+                    }
+                    last = status.to_string();
+                }
+                Err(error) => last = error.to_string(),
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        bail!("no leader within {timeout:?}; last status: {last}")
+    }
+
+    /// A node's log so far, for failure messages.
+    pub fn log(&self, node: &str) -> String {
+        fs::read_to_string(self.dir().join(node).join("fleetd.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for ProcessFleet {
+    fn drop(&mut self) {
+        for child in self.children.values_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
