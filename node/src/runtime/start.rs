@@ -11,6 +11,7 @@ use openraft::SnapshotPolicy;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
+use tokio_stream::StreamExt;
 use tokio_stream::wrappers::TcpListenerStream;
 use tonic::transport::{Certificate, Identity};
 
@@ -116,6 +117,18 @@ impl ClientMaker for TransportMaker {
             }
         })
     }
+}
+
+/// The accepted connections of `listener` with Nagle's algorithm off: a small reply
+/// must not wait for the client's delayed acknowledgement (some 40 ms on Linux).
+fn without_nagle(
+    listener: TcpListener,
+) -> impl tokio_stream::Stream<Item = std::io::Result<tokio::net::TcpStream>> {
+    TcpListenerStream::new(listener).map(|accepted| {
+        let stream = accepted?;
+        stream.set_nodelay(true)?;
+        Ok(stream)
+    })
 }
 
 /// Starts a node from its config.
@@ -244,7 +257,7 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
         .map_err(|e| StartError::Identity(e.to_string()))?
         .add_service(FleetApi::new(node.clone(), auth).into_server())
         .add_service(GrpcRaftService::new(handler).into_server())
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), async {
+        .serve_with_incoming_shutdown(without_nagle(listener), async {
             let _ = stopped.await;
         });
     let api_task = tokio::spawn(async move {
