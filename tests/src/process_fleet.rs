@@ -200,9 +200,17 @@ impl ProcessFleet {
     /// Bootstraps the fleet through `node` once it listens, and waits until a leader
     /// has committed the fleet's settings.
     pub fn bootstrap(&self, node: &str) -> Result<serde_json::Value> {
+        self.bootstrap_with(node, &[])
+    }
+
+    /// Like [`ProcessFleet::bootstrap`], with more arguments for `cluster init`
+    /// (`--settings FILE`).
+    pub fn bootstrap_with(&self, node: &str, extra: &[&str]) -> Result<serde_json::Value> {
+        let mut args = vec!["--node", node, "cluster", "init"];
+        args.extend_from_slice(extra);
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
-            match self.fleetctl_json(&["--node", node, "cluster", "init"]) {
+            match self.fleetctl_json(&args) {
                 Err(error)
                     if error.to_string().contains("connect") && Instant::now() < deadline =>
                 {
@@ -231,6 +239,38 @@ impl ProcessFleet {
             std::thread::sleep(Duration::from_millis(100));
         }
         bail!("no leader within {timeout:?}; last status: {last}")
+    }
+
+    /// `fleetctl status -o json` whatever its exit code (it exits 1 without a quorum).
+    pub fn status(&self) -> Result<serde_json::Value> {
+        let output = self.fleetctl(&["status", "-o", "json"])?;
+        serde_json::from_slice(&output.stdout).with_context(|| {
+            format!(
+                "fleetctl status printed no JSON: {}",
+                String::from_utf8_lossy(&output.stderr)
+            )
+        })
+    }
+
+    /// Polls `fleetctl status` until `check` accepts it, for at most `timeout`.
+    pub fn wait_for_status(
+        &self,
+        what: &str,
+        timeout: Duration,
+        check: impl Fn(&serde_json::Value) -> bool,
+    ) -> Result<serde_json::Value> {
+        let deadline = Instant::now() + timeout;
+        let mut last = serde_json::Value::Null;
+        while Instant::now() < deadline {
+            if let Ok(status) = self.status() {
+                if check(&status) {
+                    return Ok(status);
+                }
+                last = status;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        bail!("{what}: not within {timeout:?}; last status: {last}")
     }
 
     /// A node's log so far, for failure messages.

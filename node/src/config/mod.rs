@@ -10,7 +10,8 @@
 //!
 //! # Layout
 //! - [`node_config`]: `NodeConfig`, loading (`load`, `load_with`) and `validate`.
-//! - [`tls_files`], [`auth_config`], [`raft_timing`], [`peer_addresses`]: its sections.
+//! - [`tls_files`], [`auth_config`], [`raft_timing`], [`health_timing`],
+//!   [`peer_addresses`]: its sections.
 //! - [`transport_mode`]: `quic | grpc | auto`.
 //! - [`secret_token`]: a token compared in constant time and never printed.
 //! - [`lenient_string`]: strings that an environment variable may spell as a number.
@@ -18,6 +19,7 @@
 
 pub mod auth_config;
 pub mod error;
+pub mod health_timing;
 pub mod lenient_string;
 pub mod node_config;
 pub mod peer_addresses;
@@ -28,6 +30,7 @@ pub mod transport_mode;
 
 pub use auth_config::AuthConfig;
 pub use error::ConfigError;
+pub use health_timing::HealthTiming;
 pub use node_config::{ENV_PREFIX, NodeConfig};
 pub use peer_addresses::PeerAddresses;
 pub use raft_timing::RaftTiming;

@@ -11,6 +11,7 @@ use serde::Deserialize;
 
 use super::auth_config::AuthConfig;
 use super::error::ConfigError;
+use super::health_timing::HealthTiming;
 use super::lenient_string;
 use super::peer_addresses::{PeerAddresses, check_host_port};
 use super::raft_timing::RaftTiming;
@@ -25,7 +26,7 @@ pub const ENV_PREFIX: &str = "FLEET_";
 
 /// The top-level keys. Environment variables with the prefix but another first
 /// level (`FLEET_CONFIG`, say, for a launcher) are left alone rather than refused.
-const TOP_LEVEL_KEYS: [&str; 13] = [
+const TOP_LEVEL_KEYS: [&str; 14] = [
     "name",
     "pid_file",
     "fleet",
@@ -38,6 +39,7 @@ const TOP_LEVEL_KEYS: [&str; 13] = [
     "tls",
     "auth",
     "raft",
+    "health",
     "peers",
 ];
 
@@ -85,6 +87,9 @@ pub struct NodeConfig {
     /// Raft timers and snapshot policy.
     #[serde(default)]
     pub raft: RaftTiming,
+    /// How the leader judges the members' health, which the roles follow.
+    #[serde(default)]
+    pub health: HealthTiming,
     /// The initial members, by name, for `fleetctl cluster init`.
     #[serde(default)]
     pub peers: BTreeMap<String, PeerAddresses>,
@@ -173,6 +178,7 @@ impl NodeConfig {
         }
         self.auth.validate()?;
         self.raft.validate()?;
+        self.health.validate(self.raft.heartbeat_ms)?;
         for (peer, addresses) in &self.peers {
             check_name(&format!("peers.{peer}"), peer)?;
             check_host_port(&format!("peers.{peer}.api"), &addresses.api)?;

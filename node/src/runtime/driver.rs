@@ -2,11 +2,11 @@
 //! proposes a `Tick` whenever the state's next deadline (a phase end, a due failback,
 //! a session expiry) has passed, so time moves on even when nobody writes.
 
-use openraft::async_runtime::WatchReceiver;
 use std::sync::Arc;
 use std::time::Duration;
 
 use openraft::ServerState;
+use openraft::async_runtime::WatchReceiver;
 
 use super::fleet_node::{FleetNode, wall_clock_ms};
 use crate::state::{Actor, Request};

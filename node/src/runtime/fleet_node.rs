@@ -6,11 +6,11 @@
 //! stamps `at_ms` from its own clock when it proposes; a follower forwards the request
 //! and the actor, never a timestamp, so time in the state always comes from a leader.
 
-use openraft::Instant as _;
-use openraft::async_runtime::WatchReceiver;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use openraft::Instant as _;
+use openraft::async_runtime::WatchReceiver;
 use openraft::error::{ClientWriteError, RaftError};
 use openraft::{ReadPolicy, ServerState};
 

@@ -10,13 +10,13 @@
 //! next heartbeat and is healthy again; the state's failback hold keeps roles from
 //! flapping.
 
-use openraft::Instant as _;
-use openraft::async_runtime::WatchReceiver;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use openraft::Instant as _;
 use openraft::ServerState;
+use openraft::async_runtime::WatchReceiver;
 
 use super::fleet_node::FleetNode;
 use crate::raft::node_id;

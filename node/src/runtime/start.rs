@@ -19,6 +19,7 @@ use super::driver::run_driver;
 use super::effects::run_effects;
 use super::fleet_node::FleetNode;
 use super::forwarder::Forwarder;
+use super::health::{HealthSettings, run_health_monitor};
 use crate::api::auth::Authenticator;
 use crate::api::service::FleetApi;
 use crate::config::{NodeConfig, TransportMode};
@@ -268,6 +269,13 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
     let tasks = vec![
         api_task,
         tokio::spawn(run_driver(node.clone())),
+        tokio::spawn(run_health_monitor(
+            node.clone(),
+            HealthSettings {
+                interval: Duration::from_millis(config.health.check_every_ms),
+                unhealthy_after: Duration::from_millis(config.health.unhealthy_after_ms),
+            },
+        )),
         tokio::spawn(run_effects(name, effects_rx)),
     ];
     tracing::info!(node = %config.name, api = %config.api_listen, raft = %config.raft_listen, transport = ?config.transport, "fleetd started");

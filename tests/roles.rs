@@ -1,0 +1,104 @@
+//! Roles follow health (SPEC R1–R3) with real `fleetd` processes: the primary and the
+//! note-taker move down their chains when Beast is killed, return to it — once —
+//! after it restarts and the failback hold has passed, and with two of three nodes
+//! down the fleet says it has no quorum and nobody claims to be primary.
+
+use std::time::Duration;
+
+use anyhow::Result;
+use fleet_tests::ProcessFleet;
+
+const NODES: [&str; 3] = ["beast", "5070", "mac"];
+/// A generous safety bound for anything that takes an election and a health check.
+const BOUND: Duration = Duration::from_secs(20);
+
+fn roles(status: &serde_json::Value) -> (String, String) {
+    let text = |key: &str| status[key].as_str().unwrap_or_default().to_string();
+    (text("primary"), text("note_taker"))
+}
+
+fn has_roles(
+    primary: &'static str,
+    note_taker: &'static str,
+) -> impl Fn(&serde_json::Value) -> bool {
+    move |status| {
+        status["quorum"] == true && roles(status) == (primary.to_string(), note_taker.to_string())
+    }
+}
+
+#[test]
+fn roles_fail_over_down_their_chains_and_return_to_beast() -> Result<()> {
+    let mut fleet = ProcessFleet::init(&NODES)?;
+    let settings = fleet.dir().join("fleet.toml");
+    let defaults =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../config/fleet.toml"))?;
+    std::fs::write(
+        &settings,
+        defaults.replace("failback_hold_ms = 10000", "failback_hold_ms = 2000"),
+    )?;
+    fleet.start_all()?;
+    fleet.bootstrap_with(
+        "beast",
+        &["--settings", settings.to_str().unwrap_or_default()],
+    )?;
+    let first = fleet.wait_for_status(
+        "beast primary and note-taker",
+        BOUND,
+        has_roles("beast", "beast"),
+    )?;
+    let first_epoch = first["epoch"].as_u64().unwrap_or_default();
+
+    fleet.kill("beast")?;
+    let failed_over = fleet.wait_for_status(
+        "5070 primary, mac note-taker",
+        BOUND,
+        has_roles("5070", "mac"),
+    )?;
+    assert!(
+        failed_over["epoch"].as_u64() > Some(first_epoch),
+        "{failed_over}"
+    );
+
+    fleet.start("beast")?;
+    let back = fleet.wait_for_status("roles back on beast", BOUND, has_roles("beast", "beast"))?;
+    assert!(
+        back["epoch"].as_u64() > failed_over["epoch"].as_u64(),
+        "{back}"
+    );
+    // Leadership follows the primary home.
+    fleet.wait_for_status("beast leads again", BOUND, |s| s["leader"] == "beast")?;
+    // Once: the roles stay put afterwards.
+    std::thread::sleep(Duration::from_secs(2));
+    let settled = fleet.status()?;
+    assert_eq!(
+        settled["epoch"], back["epoch"],
+        "roles changed again: {settled}"
+    );
+    Ok(())
+}
+
+#[test]
+fn without_a_quorum_the_status_says_so_and_nobody_is_primary() -> Result<()> {
+    let mut fleet = ProcessFleet::init(&NODES)?;
+    fleet.start_all()?;
+    fleet.bootstrap("beast")?;
+    fleet.wait_for_status("beast primary", BOUND, has_roles("beast", "beast"))?;
+    fleet.kill("beast")?;
+    fleet.wait_for_status("5070 primary", BOUND, has_roles("5070", "mac"))?;
+    fleet.kill("5070")?;
+    let alone = fleet.wait_for_status("no quorum reported", BOUND, |s| s["quorum"] == false)?;
+    assert_eq!(
+        alone["primary"], "",
+        "a primary is claimed without a quorum: {alone}"
+    );
+    let problem = alone["problem"].as_str().unwrap_or_default();
+    assert!(problem.contains("quorum"), "{alone}");
+    let output = fleet.fleetctl(&["status"])?;
+    assert!(
+        !output.status.success(),
+        "status must exit non-zero without a quorum"
+    );
+    let table = String::from_utf8_lossy(&output.stdout);
+    assert!(table.contains("beast") && table.contains("5070"), "{table}");
+    Ok(())
+}
