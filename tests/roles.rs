@@ -102,3 +102,75 @@ fn without_a_quorum_the_status_says_so_and_nobody_is_primary() -> Result<()> {
     assert!(table.contains("beast") && table.contains("5070"), "{table}");
     Ok(())
 }
+
+/// A laptop that slept: the primary is stopped (`SIGSTOP`) for longer than the
+/// election timeout and continued. Meanwhile 5070 takes over with a newer epoch; no
+/// two nodes ever report different primaries for the same epoch, and what the old
+/// primary does with its old epoch afterwards is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_primary_that_slept_cannot_act_on_its_old_epoch() -> Result<()> {
+    use std::collections::BTreeMap;
+
+    use fleet_node::state::outbox::{DeliveryResult, NotificationId};
+    use fleet_node::state::{Request, RuleViolation};
+
+    let mut fleet = ProcessFleet::init(&NODES)?;
+    fleet.start_all()?;
+    fleet.bootstrap("beast")?;
+    let before = fleet.wait_for_status("beast primary", BOUND, has_roles("beast", "beast"))?;
+    let old_epoch = before["epoch"].as_u64().unwrap_or_default();
+
+    fleet.signal("beast", "STOP")?;
+    let during = fleet.wait_for_status(
+        "5070 primary while beast sleeps",
+        BOUND,
+        has_roles("5070", "mac"),
+    )?;
+    assert!(during["epoch"].as_u64() > Some(old_epoch), "{during}");
+    fleet.signal("beast", "CONT")?;
+
+    // Every node's own view, polled while beast wakes up: one primary per epoch.
+    let mut primary_of_epoch: BTreeMap<u64, String> = BTreeMap::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    while std::time::Instant::now() < deadline {
+        for node in NODES {
+            let Ok(mut client) = fleet.client(node).await else {
+                continue;
+            };
+            let Ok(Ok(status)) =
+                tokio::time::timeout(Duration::from_secs(2), client.status()).await
+            else {
+                continue;
+            };
+            if status.primary.is_empty() {
+                continue;
+            }
+            let known = primary_of_epoch
+                .entry(status.epoch)
+                .or_insert_with(|| status.primary.clone());
+            assert_eq!(
+                known, &status.primary,
+                "two primaries for epoch {}: {status:?}",
+                status.epoch
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // Beast acts as primary with the epoch it had before it slept: refused.
+    let mut beast = fleet.client("beast").await?;
+    let stale = Request::RecordDelivery {
+        notification: NotificationId(1),
+        sink: "webhook".into(),
+        result: DeliveryResult::Delivered,
+        epoch: old_epoch,
+    };
+    let (result, _) = beast.write(&stale, true).await?;
+    match result {
+        Err(violation @ RuleViolation::StaleEpoch { .. }) => {
+            assert_eq!(violation.code(), "stale_epoch");
+        }
+        other => panic!("a stale epoch was not refused: {other:?}"),
+    }
+    Ok(())
+}

@@ -89,12 +89,18 @@ impl Connection {
     /// Every endpoint's own status, concurrently; an error for those that do not answer.
     pub async fn statuses(&self) -> Vec<(String, String, Result<wire::StatusReply, String>)> {
         let calls = self.endpoints.iter().map(|(name, address)| async move {
+            // A bound on the whole call: a node that accepts TCP but never answers (a
+            // stopped process, a sleeping laptop) must not hold up the others.
             let result = match self.client(name, STATUS_TIMEOUT) {
-                Ok(mut client) => client
-                    .status(self.request(wire::StatusRequest {}))
-                    .await
-                    .map(tonic::Response::into_inner)
-                    .map_err(|status| describe(&status)),
+                Ok(mut client) => {
+                    let call = client.status(self.request(wire::StatusRequest {}));
+                    match tokio::time::timeout(STATUS_TIMEOUT, call).await {
+                        Ok(answer) => answer
+                            .map(tonic::Response::into_inner)
+                            .map_err(|status| describe(&status)),
+                        Err(_) => Err(format!("no answer within {STATUS_TIMEOUT:?}")),
+                    }
+                }
                 Err(error) => Err(error.to_string()),
             };
             (name.clone(), address.clone(), result)

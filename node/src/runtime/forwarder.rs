@@ -68,14 +68,15 @@ impl Forwarder {
             leader: leader.name.clone(),
             reason,
         };
-        let reply = self
-            .client(leader)?
-            .write(wire::WriteRequest {
-                request_json: to_json(request)?,
-                as_node: false,
-                forwarded_actor_json: to_json(actor)?,
-            })
+        let mut client = self.client(leader)?;
+        let call = client.write(wire::WriteRequest {
+            request_json: to_json(request)?,
+            as_node: false,
+            forwarded_actor_json: to_json(actor)?,
+        });
+        let reply = tokio::time::timeout(self.timeout, call)
             .await
+            .map_err(|_| forward_error(format!("no answer within {:?}", self.timeout)))?
             .map_err(|status| forward_error(status.message().to_string()))?
             .into_inner();
         let result = match reply.outcome {
@@ -105,15 +106,17 @@ impl Forwarder {
             leader: leader.name.clone(),
             reason,
         };
-        let reply = self
-            .client(leader)?
-            .read(wire::ReadRequest {
-                query_json: to_json(query)?,
-                linearizable: true,
-                min_applied_index: min_applied,
-                wait_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
-            })
+        let mut client = self.client(leader)?;
+        let call = client.read(wire::ReadRequest {
+            query_json: to_json(query)?,
+            linearizable: true,
+            min_applied_index: min_applied,
+            wait_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+        });
+        let bound = self.timeout + wait.min(super::fleet_node::READ_WAIT_MAX);
+        let reply = tokio::time::timeout(bound, call)
             .await
+            .map_err(|_| forward_error(format!("no answer within {bound:?}")))?
             .map_err(|status| forward_error(status.message().to_string()))?
             .into_inner();
         let answer: Result<QueryAnswer, RuleViolation> =
