@@ -206,12 +206,15 @@ async fn a_node_behind_a_purged_log_receives_a_snapshot(transport: &str) -> Resu
 
 async fn a_fourth_node_is_added_and_removed(transport: &str) -> Result<()> {
     let mut fleet = started(transport)?;
+    let ports = fleet_tests::process_fleet::free_port_range(2).to_string();
     let output = fleet.fleetctl(&[
         "init",
         "--dir",
         fleet.dir().to_str().unwrap(),
         "--add",
         "dell",
+        "--base-port",
+        &ports,
     ])?;
     assert!(
         output.status.success(),
@@ -220,6 +223,15 @@ async fn a_fourth_node_is_added_and_removed(transport: &str) -> Result<()> {
     );
     fleet.nodes.push("dell".into());
     fleet.start("dell")?;
+    // The operator adds a node once it runs; wait until its API answers.
+    let mut dell = fleet.client("dell").await?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while dell.status().await.is_err() {
+        if Instant::now() > deadline {
+            bail!("dell did not start:\n{}", fleet.log("dell"));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let config: toml::Value = toml::from_str(&std::fs::read_to_string(fleet.config_path("dell"))?)?;
     let api = config["advertise_api"]
         .as_str()
@@ -229,7 +241,9 @@ async fn a_fourth_node_is_added_and_removed(transport: &str) -> Result<()> {
         .as_str()
         .context("advertise_raft")?
         .to_string();
-    let added = fleet.fleetctl_json(&["member", "add", "dell", "--api", &api, "--raft", &raft])?;
+    let added = fleet
+        .fleetctl_json(&["member", "add", "dell", "--api", &api, "--raft", &raft])
+        .with_context(|| fleet.log("dell"))?;
     let voters: Vec<&str> = added["voters"]
         .as_array()
         .context("voters")?
@@ -237,10 +251,17 @@ async fn a_fourth_node_is_added_and_removed(transport: &str) -> Result<()> {
         .filter_map(|v| v.as_str())
         .collect();
     assert!(voters.contains(&"dell"), "{added}");
-    write_anywhere(&fleet, &NODES, "with-dell").await?;
+    write_anywhere(&fleet, &NODES, "with-dell")
+        .await
+        .with_context(|| fleet.log("dell"))?;
     let mut dell = fleet.client("dell").await?;
     let deadline = Instant::now() + Duration::from_secs(10);
-    while !bodies(&mut dell, false, 0).await?.contains("with-dell") {
+    loop {
+        if let Ok(seen) = bodies(&mut dell, false, 0).await
+            && seen.contains("with-dell")
+        {
+            break;
+        }
         if Instant::now() > deadline {
             bail!("dell does not replicate:\n{}", fleet.log("dell"));
         }
