@@ -9,7 +9,15 @@ SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 # clang and libclang: RocksDB's bindings are generated with bindgen.
 SYSTEM_PACKAGES := clang libclang-dev
 
-.PHONY: test gate deps bench
+.PHONY: test gate deps bench dev
+
+# Where `make dev` keeps its fleet (certificates, configs, RocksDB, logs).
+DEV_DIR ?= $(HOME)/.cache/fleet-dev
+
+## Starts a local three-node fleet (beast, 5070, mac) on 127.0.0.1:7100-7105 until Ctrl-C.
+dev: deps
+	cargo build --workspace --all-targets
+	$(CARGO_TARGET_DIR)/debug/fleetctl dev --dir $(DEV_DIR)
 
 ## Runs the whole gate: formatting, lints, and every test.
 test: deps gate

@@ -87,6 +87,12 @@ async fn writes_replicate_to_every_node(transport: &str) -> Result<()> {
             expected,
             "{node} lacks writes"
         );
+        // A linearizable read through a follower is forwarded to the leader.
+        assert_eq!(
+            bodies(&mut client, true, 0).await?,
+            expected,
+            "a linearizable read through {node}"
+        );
     }
     let status = fleet.fleetctl_json(&["status"])?;
     let members = status["members"].as_array().context("members")?;

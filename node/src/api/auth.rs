@@ -3,8 +3,9 @@
 //! The operator's token acts as the operator (or, when asked, as the node it calls);
 //! a node's agent token acts only as that node — a bot on Mac can never act as Beast;
 //! a write forwarded by another node carries the actor that node authenticated, and is
-//! trusted only from a caller that presented a certificate of this fleet. Tokens are
-//! compared in constant time.
+//! trusted only from a caller that presented a certificate of this fleet; such a
+//! caller without a token (a forwarded read) acts as the node its certificate names.
+//! Tokens are compared in constant time.
 
 use super::error::ApiError;
 use crate::config::AuthConfig;
@@ -46,6 +47,13 @@ impl Authenticator {
             };
         }
         let Some(token) = credentials.token else {
+            // A node of this fleet, proven by its certificate (a forwarded read, say),
+            // acts as itself.
+            if let Some(peer) = credentials.peer_node {
+                return NodeName::new(peer)
+                    .map(Actor::Node)
+                    .map_err(|e| ApiError::Unauthenticated(format!("certificate name: {e}")));
+            }
             return Err(ApiError::Unauthenticated(format!(
                 "no token: send `authorization: Bearer <token>` with the operator token or {}'s agent token",
                 self.node
@@ -130,6 +138,20 @@ mod tests {
                 .unwrap_err()
                 .to_string()
                 .contains("no token")
+        );
+    }
+
+    #[test]
+    fn a_fleet_node_certificate_without_a_token_acts_as_that_node() {
+        let from_beast = Credentials {
+            token: None,
+            peer_node: Some("beast"),
+            as_node: false,
+            forwarded_actor: None,
+        };
+        assert_eq!(
+            mac().authenticate(&from_beast).unwrap(),
+            Actor::Node(NodeName::new("beast").unwrap())
         );
     }
 
