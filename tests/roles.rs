@@ -174,3 +174,50 @@ async fn a_primary_that_slept_cannot_act_on_its_old_epoch() -> Result<()> {
     }
     Ok(())
 }
+
+/// `fleetctl roles watch -o json` prints the roles, then the failover as it commits.
+#[test]
+fn roles_watch_prints_each_change_as_it_is_committed() -> Result<()> {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    let mut fleet = ProcessFleet::init(&NODES)?;
+    fleet.start_all()?;
+    fleet.bootstrap("beast")?;
+    fleet.wait_for_status("beast primary", BOUND, has_roles("beast", "beast"))?;
+    let mut watcher = Command::new(fleet_tests::process_fleet::binary("fleetctl"))
+        .arg("--config")
+        .arg(fleet.dir().join("fleetctl.toml"))
+        .args(["--node", "mac", "roles", "watch", "-o", "json"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let mut lines = BufReader::new(watcher.stdout.take().expect("piped stdout")).lines();
+    let mut next = || -> Result<serde_json::Value> {
+        let line = lines
+            .next()
+            .ok_or_else(|| anyhow::anyhow!("roles watch ended"))??;
+        Ok(serde_json::from_str(&line)?)
+    };
+    let first = next()?;
+    assert_eq!(first["primary"], "beast", "{first}");
+    fleet.kill("beast")?;
+    let mut seen = vec![first];
+    while seen.last().is_some_and(|l| l["primary"] != "5070") && seen.len() < 10 {
+        seen.push(next()?);
+    }
+    let _ = watcher.kill();
+    let _ = watcher.wait();
+    let last = seen.last().cloned().unwrap_or_default();
+    assert_eq!(
+        (last["primary"].as_str(), last["note_taker"].as_str()),
+        (Some("5070"), Some("mac")),
+        "{seen:?}"
+    );
+    assert!(
+        last["epoch"].as_u64() > seen[0]["epoch"].as_u64(),
+        "{seen:?}"
+    );
+    Ok(())
+}

@@ -5,6 +5,8 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
+use fleet_node::api::query::{Query, QueryAnswer};
+use fleet_node::state::RuleViolation;
 use fleet_proto::api as wire;
 use fleet_proto::api::fleet_client::FleetClient;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
@@ -84,6 +86,34 @@ impl Connection {
             request.metadata_mut().insert("authorization", value);
         }
         request
+    }
+
+    /// Reads `query` from `node` once it has applied `min_applied` (waiting at most
+    /// `wait`); returns the answer and the node's applied index.
+    pub async fn read_from(
+        &self,
+        node: &str,
+        query: &Query,
+        min_applied: u64,
+        wait: Duration,
+    ) -> Result<(Result<QueryAnswer, RuleViolation>, u64)> {
+        let mut client = self.client(node, wait + STATUS_TIMEOUT)?;
+        let body = wire::ReadRequest {
+            query_json: serde_json::to_string(query)?,
+            linearizable: false,
+            min_applied_index: min_applied,
+            wait_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+        };
+        let call = client.read(self.request(body));
+        let reply = tokio::time::timeout(wait + STATUS_TIMEOUT, call)
+            .await
+            .map_err(|_| anyhow!("{node}: no answer within {:?}", wait + STATUS_TIMEOUT))?
+            .map_err(|status| anyhow!("{node}: {}", describe(&status)))?
+            .into_inner();
+        Ok((
+            serde_json::from_str(&reply.answer_json)?,
+            reply.applied_index,
+        ))
     }
 
     /// Every endpoint's own status, concurrently; an error for those that do not answer.

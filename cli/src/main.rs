@@ -12,6 +12,7 @@
 //! - `status.rs`: `fleetctl status`, one table (or JSON) of every member.
 //! - `membership.rs`: `fleetctl cluster init`, `fleetctl member add|remove`.
 //! - `dev.rs`: `fleetctl dev`, a local three-node fleet in one command.
+//! - `roles.rs`: `fleetctl roles watch`, role changes as they are committed.
 
 mod client_config;
 mod connection;
@@ -19,6 +20,7 @@ mod dev;
 mod init;
 mod membership;
 mod output;
+mod roles;
 mod status;
 
 use std::path::{Path, PathBuf};
@@ -70,6 +72,15 @@ enum Command {
     /// Add or remove a member.
     #[command(subcommand)]
     Member(MemberCommand),
+    /// The primary and note-taker roles.
+    #[command(subcommand)]
+    Roles(RolesCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum RolesCommand {
+    /// Print the roles, then every change as it is committed, until Ctrl-C.
+    Watch,
 }
 
 #[derive(Debug, Args)]
@@ -172,6 +183,13 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Member(MemberCommand::Add { name, api, raft }) => {
             let reply = membership::add(&connect(&cli.global)?, &name, &api, &raft).await?;
             membership::print(&reply, json)?;
+        }
+        Command::Roles(RolesCommand::Watch) => {
+            let connection = connect(&cli.global)?;
+            tokio::select! {
+                watched = roles::watch(&connection, json) => watched?,
+                _ = tokio::signal::ctrl_c() => {}
+            }
         }
         Command::Member(MemberCommand::Remove { name }) => {
             let reply = membership::remove(&connect(&cli.global)?, &name).await?;
