@@ -9,17 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use fleet_tests::process_fleet::{binary, free_port_range};
-
-fn status(dir: &Path) -> Result<serde_json::Value> {
-    let output = Command::new(binary("fleetctl"))
-        .arg("--config")
-        .arg(dir.join("fleetctl.toml"))
-        .args(["status", "-o", "json"])
-        .stdin(Stdio::null())
-        .output()?;
-    Ok(serde_json::from_slice(&output.stdout)?)
-}
+use fleet_tests::process_fleet::{binary, free_port_range, wait_for_status_of};
 
 /// Waits until `check` accepts the fleet's status.
 fn wait_for(
@@ -27,18 +17,7 @@ fn wait_for(
     what: &str,
     check: impl Fn(&serde_json::Value) -> bool,
 ) -> Result<serde_json::Value> {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut last = serde_json::Value::Null;
-    while Instant::now() < deadline {
-        if let Ok(status) = status(dir) {
-            if check(&status) {
-                return Ok(status);
-            }
-            last = status;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    bail!("{what}: not within 60 s; last status {last}")
+    wait_for_status_of(dir, what, Duration::from_secs(60), check)
 }
 
 fn member<'a>(status: &'a serde_json::Value, name: &str) -> Option<&'a serde_json::Value> {

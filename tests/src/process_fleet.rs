@@ -35,6 +35,44 @@ pub fn binary(name: &str) -> PathBuf {
     path
 }
 
+/// `fleetctl status -o json` for the fleet whose `fleetctl.toml` is in `dir`, whatever
+/// its exit code (it exits 1 without a quorum).
+pub fn status_of(dir: &Path) -> Result<serde_json::Value> {
+    let output = Command::new(binary("fleetctl"))
+        .arg("--config")
+        .arg(dir.join("fleetctl.toml"))
+        .args(["status", "-o", "json"])
+        .stdin(Stdio::null())
+        .output()?;
+    serde_json::from_slice(&output.stdout).with_context(|| {
+        format!(
+            "fleetctl status printed no JSON: {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
+}
+
+/// Polls [`status_of`] until `check` accepts it, for at most `timeout`.
+pub fn wait_for_status_of(
+    dir: &Path,
+    what: &str,
+    timeout: Duration,
+    check: impl Fn(&serde_json::Value) -> bool,
+) -> Result<serde_json::Value> {
+    let deadline = Instant::now() + timeout;
+    let mut last = serde_json::Value::Null;
+    while Instant::now() < deadline {
+        if let Ok(status) = status_of(dir) {
+            if check(&status) {
+                return Ok(status);
+            }
+            last = status;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    bail!("{what}: not within {timeout:?}; last status: {last}")
+}
+
 /// Finds `count` consecutive ports free for both TCP and UDP on 127.0.0.1.
 pub fn free_port_range(count: u16) -> u16 {
     let nanos = std::time::SystemTime::now()
@@ -243,13 +281,7 @@ impl ProcessFleet {
 
     /// `fleetctl status -o json` whatever its exit code (it exits 1 without a quorum).
     pub fn status(&self) -> Result<serde_json::Value> {
-        let output = self.fleetctl(&["status", "-o", "json"])?;
-        serde_json::from_slice(&output.stdout).with_context(|| {
-            format!(
-                "fleetctl status printed no JSON: {}",
-                String::from_utf8_lossy(&output.stderr)
-            )
-        })
+        status_of(self.dir())
     }
 
     /// Polls `fleetctl status` until `check` accepts it, for at most `timeout`.
@@ -259,18 +291,7 @@ impl ProcessFleet {
         timeout: Duration,
         check: impl Fn(&serde_json::Value) -> bool,
     ) -> Result<serde_json::Value> {
-        let deadline = Instant::now() + timeout;
-        let mut last = serde_json::Value::Null;
-        while Instant::now() < deadline {
-            if let Ok(status) = self.status() {
-                if check(&status) {
-                    return Ok(status);
-                }
-                last = status;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        bail!("{what}: not within {timeout:?}; last status: {last}")
+        wait_for_status_of(self.dir(), what, timeout, check)
     }
 
     /// A node's log so far, for failure messages.
