@@ -29,18 +29,8 @@ fn has_roles(
 #[test]
 fn roles_fail_over_down_their_chains_and_return_to_beast() -> Result<()> {
     let mut fleet = ProcessFleet::init(&NODES)?;
-    let settings = fleet.dir().join("fleet.toml");
-    let defaults =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../config/fleet.toml"))?;
-    std::fs::write(
-        &settings,
-        defaults.replace("failback_hold_ms = 10000", "failback_hold_ms = 2000"),
-    )?;
     fleet.start_all()?;
-    fleet.bootstrap_with(
-        "beast",
-        &["--settings", settings.to_str().unwrap_or_default()],
-    )?;
+    fleet.bootstrap_with_failback_hold("beast", 2000)?;
     let first = fleet.wait_for_status(
         "beast primary and note-taker",
         BOUND,

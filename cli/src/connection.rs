@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 use fleet_node::api::query::{Query, QueryAnswer};
-use fleet_node::state::RuleViolation;
+use fleet_node::state::{Request, Response, RuleViolation};
 use fleet_proto::api as wire;
 use fleet_proto::api::fleet_client::FleetClient;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
@@ -14,6 +14,8 @@ use tonic::{Code, Status};
 
 /// How long one node may take to answer a status call before it counts as unreachable.
 const STATUS_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a write keeps trying while no node can take it (no leader yet).
+const LEADERLESS_RETRY: Duration = Duration::from_secs(10);
 /// How long a write or read may take.
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -116,6 +118,84 @@ impl Connection {
         ))
     }
 
+    /// The nodes to try, in order: the `--node` one alone, else every endpoint.
+    pub fn candidates(&self) -> Vec<String> {
+        match &self.via {
+            Some(node) => vec![node.clone()],
+            None => self
+                .endpoints
+                .iter()
+                .map(|(name, _)| name.clone())
+                .collect(),
+        }
+    }
+
+    /// Commits `request` through the first node that answers (with `--node`, that
+    /// node, acting as it); a follower forwards it to the leader. The outer error is
+    /// "no node could take it"; the inner one is the rule the fleet refused it by.
+    pub async fn write(&self, request: &Request) -> Result<Result<Response, RuleViolation>> {
+        self.write_via(&self.candidates(), request).await
+    }
+
+    /// Like [`Connection::write`], through the first of `nodes` that answers.
+    pub async fn write_via(
+        &self,
+        nodes: &[String],
+        request: &Request,
+    ) -> Result<Result<Response, RuleViolation>> {
+        let request_json = serde_json::to_string(request)?;
+        // While leadership moves (an election, a hand-over to the primary) every node
+        // answers "unavailable" for a moment: try them all again until this passes.
+        let deadline = std::time::Instant::now() + LEADERLESS_RETRY;
+        loop {
+            let mut problems = Vec::new();
+            for node in nodes {
+                let mut client = self.client(node, CALL_TIMEOUT)?;
+                let body = wire::WriteRequest {
+                    request_json: request_json.clone(),
+                    as_node: self.via.is_some(),
+                    forwarded_actor_json: String::new(),
+                };
+                match client.write(self.request(body)).await {
+                    Ok(reply) => return decode_write(reply.into_inner()),
+                    Err(status) if status.code() == Code::Unavailable => {
+                        problems.push(format!("{node}: {}", describe(&status)));
+                    }
+                    Err(status) => bail!("{node}: {}", describe(&status)),
+                }
+            }
+            if std::time::Instant::now() > deadline {
+                bail!("no node took the write: {}", problems.join("; "));
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+
+    /// Reads `query` from the first node that answers (the `--node` one with `--node`).
+    pub async fn read(&self, query: &Query) -> Result<Result<QueryAnswer, RuleViolation>> {
+        let mut problems = Vec::new();
+        for node in self.candidates() {
+            match self.read_from(&node, query, 0, Duration::ZERO).await {
+                Ok((answer, _)) => return Ok(answer),
+                Err(error) => problems.push(error.to_string()),
+            }
+        }
+        bail!("no node answered: {}", problems.join("; "))
+    }
+
+    /// Asks `node` to cut itself off from Raft traffic for `down` (a failover drill).
+    pub async fn isolate(&self, node: &str, down: Duration) -> Result<wire::IsolateReply> {
+        let mut client = self.client(node, CALL_TIMEOUT)?;
+        let body = wire::IsolateRequest {
+            down_ms: u64::try_from(down.as_millis()).unwrap_or(u64::MAX),
+        };
+        let reply = client
+            .isolate(self.request(body))
+            .await
+            .map_err(|status| anyhow!("{node}: {}", describe(&status)))?;
+        Ok(reply.into_inner())
+    }
+
     /// Every endpoint's own status, concurrently; an error for those that do not answer.
     pub async fn statuses(&self) -> Vec<(String, String, Result<wire::StatusReply, String>)> {
         let calls = self.endpoints.iter().map(|(name, address)| async move {
@@ -171,6 +251,21 @@ impl Connection {
             .await
             .map_err(|status| anyhow!("{target}: {}", describe(&status)))?;
         Ok(reply.into_inner())
+    }
+}
+
+fn decode_write(reply: wire::WriteReply) -> Result<Result<Response, RuleViolation>> {
+    match reply.outcome {
+        Some(wire::write_reply::Outcome::ResponseJson(json)) => {
+            Ok(Ok(serde_json::from_str(&json)?))
+        }
+        Some(wire::write_reply::Outcome::Refusal(refusal)) => {
+            match serde_json::from_str::<RuleViolation>(&refusal.violation_json) {
+                Ok(violation) => Ok(Err(violation)),
+                Err(_) => bail!("refused ({}): {}", refusal.code, refusal.message),
+            }
+        }
+        None => bail!("the node sent an empty write reply"),
     }
 }
 

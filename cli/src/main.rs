@@ -13,14 +13,32 @@
 //! - `membership.rs`: `fleetctl cluster init`, `fleetctl member add|remove`.
 //! - `dev.rs`: `fleetctl dev`, a local three-node fleet in one command.
 //! - `roles.rs`: `fleetctl roles watch`, role changes as they are committed.
+//! - `node_watch.rs`: `NodeWatch`, one query read again as each command is applied.
+//! - `drill.rs`: `fleetctl drill failover`, the failover drill and its report.
+//! - `demo.rs`: `fleetctl demo`, a local fleet that deliberates, notifies and fails over.
+//! - `scripted_agent.rs`: `fleetctl scripted-agent`, a stand-in agent for the
+//!   `command` adapter.
+//! - `deliberate.rs`: `fleetctl deliberate`, which opens a deliberation and follows it
+//!   live until it is decided.
+//! - `position.rs`: `fleetctl position` (a node's input) and `fleetctl override` (the
+//!   operator's decision).
+//! - `deliberations.rs`: `DeliberationReport`, the one shape every deliberation command
+//!   prints; `fleetctl deliberations [show]` and `fleetctl notes`.
 
 mod client_config;
 mod connection;
+mod deliberate;
+mod deliberations;
+mod demo;
 mod dev;
+mod drill;
 mod init;
 mod membership;
+mod node_watch;
 mod output;
+mod position;
 mod roles;
+mod scripted_agent;
 mod status;
 
 use std::path::{Path, PathBuf};
@@ -75,6 +93,47 @@ enum Command {
     /// The primary and note-taker roles.
     #[command(subcommand)]
     Roles(RolesCommand),
+    /// Open a deliberation and follow it live until it is decided.
+    Deliberate(deliberate::DeliberateArgs),
+    /// Give a node's position to a deliberation (as that node: `--node NAME`).
+    Position(position::PositionArgs),
+    /// End a deliberation at once with the operator's decision.
+    Override(position::OverrideArgs),
+    /// List deliberations, or show one in full.
+    Deliberations(deliberations::DeliberationsArgs),
+    /// Print the notes of a decided deliberation.
+    Notes(deliberations::NotesArgs),
+    /// Failover drills (R4).
+    #[command(subcommand)]
+    Drill(DrillCommand),
+    /// A fresh local fleet whose agents deliberate, notify a local webhook and survive
+    /// a failover drill; exits 0 when all of it worked.
+    Demo(DemoArgs),
+    /// A stand-in agent for the `command` adapter: answers every input request on
+    /// stdin with the same stance.
+    #[command(hide = true)]
+    ScriptedAgent(scripted_agent::ScriptedAgentArgs),
+}
+
+#[derive(Debug, Subcommand)]
+enum DrillCommand {
+    /// Cuts a node (`--node NAME`; default: the primary) off from Raft traffic for a
+    /// while, as if it had crashed, and reports how the roles failed over and back.
+    Failover {
+        /// How long the node stays cut off, in seconds (1..=600).
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=600))]
+        down_secs: u64,
+    },
+}
+
+#[derive(Debug, Args)]
+struct DemoArgs {
+    /// Where the demo fleet lives (default: a fresh directory under the temp dir).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// The first node's API port (each node uses two).
+    #[arg(long, default_value_t = 7300)]
+    base_port: u16,
 }
 
 #[derive(Debug, Subcommand)]
@@ -191,9 +250,57 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 _ = tokio::signal::ctrl_c() => {}
             }
         }
+        Command::Drill(DrillCommand::Failover { down_secs }) => {
+            // `--node` names the drill's target; the drill talks to every node.
+            let path = cli.global.config.clone().context(
+                "no client config: pass --config DIR/fleetctl.toml or set FLEETCTL_CONFIG",
+            )?;
+            let connection = connection_from(&path, None)?;
+            let options = drill::DrillOptions {
+                target: cli.global.node.clone(),
+                down: std::time::Duration::from_secs(down_secs),
+            };
+            let outcome = drill::failover(&connection, &options).await?;
+            drill::print(&outcome, cli.global.output)?;
+            if !outcome.report.ok {
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+        Command::Demo(args) => {
+            let options = demo::DemoOptions {
+                dir: args.dir,
+                base_port: args.base_port,
+            };
+            let progress = |line: &str| {
+                if !json {
+                    println!("{line}");
+                }
+            };
+            let report = demo::run(&options, |path| connection_from(path, None), progress).await?;
+            cli.global.output.print(&report, demo::print_table)?;
+            if !report.ok {
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+        Command::ScriptedAgent(args) => scripted_agent::run(&args)?,
         Command::Member(MemberCommand::Remove { name }) => {
             let reply = membership::remove(&connect(&cli.global)?, &name).await?;
             membership::print(&reply, json)?;
+        }
+        Command::Deliberate(args) => {
+            deliberate::run(&connect(&cli.global)?, &args, cli.global.output).await?;
+        }
+        Command::Position(args) => {
+            position::submit(&connect(&cli.global)?, &args, cli.global.output).await?;
+        }
+        Command::Override(args) => {
+            position::override_decision(&connect(&cli.global)?, &args, cli.global.output).await?;
+        }
+        Command::Deliberations(args) => {
+            deliberations::run(&connect(&cli.global)?, &args, cli.global.output).await?;
+        }
+        Command::Notes(args) => {
+            deliberations::notes(&connect(&cli.global)?, &args, cli.global.output).await?;
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -22,3 +22,30 @@ impl OutputFormat {
         Ok(())
     }
 }
+
+/// The lines of a table: `headers`, then `rows`, each column as wide as its widest
+/// cell, two spaces apart, without trailing spaces.
+pub fn table_lines<R: AsRef<[String]>>(headers: &[&str], rows: &[R]) -> Vec<String> {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row.as_ref()) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        cells
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect::<Vec<_>>()
+            .join("  ")
+            .trim_end()
+            .to_string()
+    };
+    let mut lines = vec![line(headers.to_vec())];
+    lines.extend(
+        rows.iter()
+            .map(|row| line(row.as_ref().iter().map(String::as_str).collect())),
+    );
+    lines
+}

@@ -10,6 +10,7 @@ use fleet_node::api::query::{Query, QueryAnswer};
 use serde::Serialize;
 
 use crate::connection::Connection;
+use crate::node_watch::NodeWatch;
 
 /// How long one read waits for the node to apply something new.
 const WAIT: Duration = Duration::from_secs(10);
@@ -26,32 +27,14 @@ struct RolesLine {
 
 /// Runs until interrupted; fails only when no node answers.
 pub async fn watch(connection: &Connection, json: bool) -> Result<()> {
-    let nodes: Vec<String> = match &connection.via {
-        Some(node) => vec![node.clone()],
-        None => connection
-            .endpoints
-            .iter()
-            .map(|(name, _)| name.clone())
-            .collect(),
-    };
+    let mut watch = NodeWatch::through_candidates(connection, Query::Overview);
+    watch.verbose = true;
     let mut last_epoch = None;
-    let mut applied = 0;
-    let mut failures = 0;
-    let mut turn = 0;
     loop {
-        let node = &nodes[turn % nodes.len()];
-        match connection
-            .read_from(node, &Query::Overview, applied + 1, WAIT)
-            .await
-        {
-            Ok((
-                Ok(QueryAnswer::Overview {
-                    roles, clock_ms, ..
-                }),
-                index,
-            )) => {
-                failures = 0;
-                applied = index;
+        match watch.next(WAIT).await? {
+            Ok(QueryAnswer::Overview {
+                roles, clock_ms, ..
+            }) => {
                 if last_epoch != Some(roles.epoch) {
                     last_epoch = Some(roles.epoch);
                     let line = RolesLine {
@@ -66,18 +49,7 @@ pub async fn watch(connection: &Connection, json: bool) -> Result<()> {
                     print(&line, json)?;
                 }
             }
-            Ok((other, _)) => bail!("unexpected answer from {node}: {other:?}"),
-            Err(error) => {
-                failures += 1;
-                if failures > 3 * nodes.len() {
-                    bail!("no node answers: {error}");
-                }
-                eprintln!("fleetctl: {error}; trying the next node");
-                // Another node may not have applied as far yet: start from its index.
-                applied = 0;
-                turn += 1;
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
+            other => bail!("unexpected answer: {other:?}"),
         }
     }
 }

@@ -171,27 +171,7 @@ pub fn table(status: &FleetStatus) -> String {
             ]
         })
         .collect();
-    let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
-    for row in &rows {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
-        }
-    }
-    let line = |cells: Vec<&str>| {
-        cells
-            .iter()
-            .zip(&widths)
-            .map(|(cell, width)| format!("{cell:<width$}"))
-            .collect::<Vec<_>>()
-            .join("  ")
-            .trim_end()
-            .to_string()
-    };
-    let mut out = vec![line(headers.to_vec())];
-    out.extend(
-        rows.iter()
-            .map(|row| line(row.iter().map(String::as_str).collect())),
-    );
+    let mut out = crate::output::table_lines(&headers, &rows);
     out.push(String::new());
     if status.quorum {
         out.push(format!(

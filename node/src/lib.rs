@@ -13,14 +13,20 @@
 //! - [`transport`]: node-to-node RPC transports (QUIC, gRPC), carrying Raft payloads.
 //! - [`identity`]: the fleet CA, node certificates (node name = identity) and the TLS
 //!   configurations that admit only this fleet's nodes.
+//! - [`agent`]: asking the node's own agent for a position (command, OpenAI-compatible
+//!   gateway, or manual).
+//! - [`notify`]: delivering operator notifications to sinks (ntfy, Discord, Slack,
+//!   webhook, command), and a local webhook receiver.
 //! - [`config`]: the node's own configuration (`NodeConfig`): a TOML file plus
 //!   `FLEET_*` environment overrides, validated at start.
 //!
 //! See `docs/ARCHITECTURE.md` for the code map and the invariants.
 
+pub mod agent;
 pub mod api;
 pub mod config;
 pub mod identity;
+pub mod notify;
 pub mod raft;
 pub mod runtime;
 pub mod state;

@@ -19,8 +19,11 @@ pub mod pb {
 
 /// Three etcd members on 127.0.0.1, stopped (killed) when dropped.
 pub struct EtcdCluster {
-    _dir: TempDir,
-    children: Vec<Child>,
+    dir: TempDir,
+    /// Each member's process; `None` while it is killed.
+    children: Vec<Option<Child>>,
+    /// Each member's command line, to start it again after a kill.
+    commands: Vec<Vec<String>>,
     /// Each member's client URL (`http://127.0.0.1:port`).
     pub client_urls: Vec<String>,
 }
@@ -49,35 +52,69 @@ impl EtcdCluster {
             .map(|i| format!("m{i}={}", peer(i)))
             .collect::<Vec<_>>()
             .join(",");
-        let mut children = Vec::new();
-        for i in 0..3u16 {
-            let data: PathBuf = dir.path().join(format!("m{i}"));
-            let log = std::fs::File::create(dir.path().join(format!("m{i}.log")))?;
-            let child = Command::new("etcd")
-                .args(["--name", &format!("m{i}")])
-                .arg("--data-dir")
-                .arg(&data)
-                .args(["--listen-client-urls", &client_urls[usize::from(i)]])
-                .args(["--advertise-client-urls", &client_urls[usize::from(i)]])
-                .args(["--listen-peer-urls", &peer(i)])
-                .args(["--initial-advertise-peer-urls", &peer(i)])
-                .args(["--initial-cluster", &initial])
-                .args(["--initial-cluster-state", "new"])
-                .args(["--initial-cluster-token", "fleet-bench"])
-                .stdin(Stdio::null())
-                .stdout(log.try_clone()?)
-                .stderr(log)
-                .spawn()
-                .context("starting etcd")?;
-            children.push(child);
-        }
-        let cluster = Self {
-            _dir: dir,
-            children,
+        let commands: Vec<Vec<String>> = (0..3u16)
+            .map(|i| {
+                let data: PathBuf = dir.path().join(format!("m{i}"));
+                vec![
+                    "--name".into(),
+                    format!("m{i}"),
+                    "--data-dir".into(),
+                    data.display().to_string(),
+                    "--listen-client-urls".into(),
+                    client_urls[usize::from(i)].clone(),
+                    "--advertise-client-urls".into(),
+                    client_urls[usize::from(i)].clone(),
+                    "--listen-peer-urls".into(),
+                    peer(i),
+                    "--initial-advertise-peer-urls".into(),
+                    peer(i),
+                    "--initial-cluster".into(),
+                    initial.clone(),
+                    "--initial-cluster-state".into(),
+                    "new".into(),
+                    "--initial-cluster-token".into(),
+                    "fleet-bench".into(),
+                ]
+            })
+            .collect();
+        let mut cluster = Self {
+            dir,
+            children: vec![None, None, None],
+            commands,
             client_urls,
         };
+        for member in 0..3 {
+            cluster.start_member(member)?;
+        }
         cluster.leader_url(Duration::from_secs(30)).await?;
         Ok(cluster)
+    }
+
+    /// Starts member `member` (0, 1, 2) with its original command line; after a kill it
+    /// rejoins from its data directory.
+    pub fn start_member(&mut self, member: usize) -> Result<()> {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join(format!("m{member}.log")))?;
+        let child = Command::new("etcd")
+            .args(&self.commands[member])
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .context("starting etcd")?;
+        self.children[member] = Some(child);
+        Ok(())
+    }
+
+    /// `kill -9` of member `member`.
+    pub fn kill_member(&mut self, member: usize) -> Result<()> {
+        if let Some(mut child) = self.children[member].take() {
+            child.kill()?;
+            child.wait()?;
+        }
+        Ok(())
     }
 
     /// The client URL of the current leader, waiting up to `timeout` for one.
@@ -115,7 +152,7 @@ pub async fn channel(url: &str) -> Result<Channel> {
 
 impl Drop for EtcdCluster {
     fn drop(&mut self) {
-        for child in &mut self.children {
+        for child in self.children.iter_mut().flatten() {
             let _ = child.kill();
             let _ = child.wait();
         }

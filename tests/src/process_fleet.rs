@@ -259,6 +259,27 @@ impl ProcessFleet {
         }
     }
 
+    /// Bootstraps through `node` with the documented fleet settings but a failback hold
+    /// of `hold_ms`, so tests of roles coming back need not wait the default 10 s.
+    pub fn bootstrap_with_failback_hold(
+        &self,
+        node: &str,
+        hold_ms: u64,
+    ) -> Result<serde_json::Value> {
+        let settings = self.dir().join("fleet.toml");
+        let defaults =
+            fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../config/fleet.toml"))?;
+        let changed = defaults.replace(
+            "failback_hold_ms = 10000",
+            &format!("failback_hold_ms = {hold_ms}"),
+        );
+        if changed == defaults {
+            bail!("config/fleet.toml no longer says `failback_hold_ms = 10000`");
+        }
+        fs::write(&settings, changed)?;
+        self.bootstrap_with(node, &["--settings", settings.to_str().unwrap_or_default()])
+    }
+
     /// Waits until `fleetctl status` reports a leader other than `not`, and returns it.
     pub fn wait_for_leader(&self, not: Option<&str>, timeout: Duration) -> Result<String> {
         let deadline = Instant::now() + timeout;

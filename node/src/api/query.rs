@@ -8,6 +8,7 @@ use crate::state::bulletin::BulletinItem;
 use crate::state::capabilities::CapabilityManifest;
 use crate::state::deliberation::Deliberation;
 use crate::state::event_log::{Event, EventFilter};
+use crate::state::outbox::Notification;
 use crate::state::relay::RelayedMessage;
 use crate::state::roles::Roles;
 use crate::state::router::Route;
@@ -58,6 +59,8 @@ pub enum Query {
     Capabilities {
         node: Option<NodeName>,
     },
+    /// The operator's notifications with their delivery state, and who delivers them.
+    Outbox,
 }
 
 /// A bulletin item with its staleness at the time of the read.
@@ -89,6 +92,12 @@ pub enum QueryAnswer {
     Artifact(Box<Artifact>),
     Bulletin(Vec<BulletinListing>),
     Capabilities(Vec<(NodeName, CapabilityManifest)>),
+    Outbox {
+        /// The primary, which delivers, and the epoch it delivers with.
+        primary: Option<NodeName>,
+        epoch: u64,
+        notifications: Vec<Notification>,
+    },
 }
 
 impl Query {
@@ -165,6 +174,11 @@ impl Query {
                     .map(|(name, manifest)| (name.clone(), manifest.clone()))
                     .collect(),
             ),
+            Self::Outbox => QueryAnswer::Outbox {
+                primary: state.roles.primary().cloned(),
+                epoch: state.roles.epoch,
+                notifications: state.outbox.notifications.values().cloned().collect(),
+            },
         })
     }
 }

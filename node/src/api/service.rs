@@ -14,6 +14,7 @@ use super::query::Query;
 use crate::raft::Peer;
 use crate::runtime::FleetNode;
 use crate::state::{Actor, FleetSettings};
+use crate::transport::isolation::ISOLATION_MAX;
 
 /// The client API service of one node.
 pub struct FleetApi {
@@ -63,11 +64,11 @@ impl FleetApi {
         })
     }
 
-    fn operator_only<T>(&self, request: &Request<T>) -> Result<(), Status> {
+    fn operator_only<T>(&self, request: &Request<T>, action: &str) -> Result<(), Status> {
         match self.actor(request, false, "")? {
             Actor::Operator => Ok(()),
             other => Err(Status::permission_denied(format!(
-                "{other} may not change membership: only the operator may"
+                "{other} may not {action}: only the operator may"
             ))),
         }
     }
@@ -142,7 +143,7 @@ impl Fleet for FleetApi {
         &self,
         request: Request<wire::MembershipRequest>,
     ) -> Result<Response<wire::MembershipReply>, Status> {
-        self.operator_only(&request)?;
+        self.operator_only(&request, "change membership")?;
         let reply = match request.into_inner().change {
             Some(wire::membership_request::Change::Init(init)) => {
                 let settings: Option<FleetSettings> = if init.settings_toml.is_empty() {
@@ -172,5 +173,33 @@ impl Fleet for FleetApi {
             }
         };
         Ok(Response::new(reply))
+    }
+
+    async fn isolate(
+        &self,
+        request: Request<wire::IsolateRequest>,
+    ) -> Result<Response<wire::IsolateReply>, Status> {
+        self.operator_only(&request, "start a failover drill")?;
+        let down_ms = request.into_inner().down_ms;
+        let max_ms = u64::try_from(ISOLATION_MAX.as_millis()).unwrap_or(u64::MAX);
+        if down_ms == 0 || down_ms > max_ms {
+            return Err(ApiError::BadRequest(format!(
+                "down_ms: {down_ms} is outside 1..={max_ms}"
+            ))
+            .into());
+        }
+        let was_leader = self.node.is_leader();
+        tracing::warn!(
+            down_ms,
+            was_leader,
+            "failover drill: cut off from raft traffic"
+        );
+        self.node
+            .isolation
+            .isolate_for(Duration::from_millis(down_ms));
+        Ok(Response::new(wire::IsolateReply {
+            node: self.node.name.to_string(),
+            was_leader,
+        }))
     }
 }

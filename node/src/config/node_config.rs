@@ -17,7 +17,9 @@ use super::peer_addresses::{PeerAddresses, check_host_port};
 use super::raft_timing::RaftTiming;
 use super::tls_files::TlsFiles;
 use super::transport_mode::TransportMode;
+use crate::agent::AgentConfig;
 use crate::identity::{CaCert, IdentityError, NodeIdentity};
+use crate::notify::{SinkConfig, resolve_all, validate_all};
 use crate::state::{NodeName, RuleViolation};
 
 /// The prefix of environment overrides: `FLEET_RAFT__HEARTBEAT_MS=50` sets
@@ -26,7 +28,7 @@ pub const ENV_PREFIX: &str = "FLEET_";
 
 /// The top-level keys. Environment variables with the prefix but another first
 /// level (`FLEET_CONFIG`, say, for a launcher) are left alone rather than refused.
-const TOP_LEVEL_KEYS: [&str; 14] = [
+const TOP_LEVEL_KEYS: [&str; 16] = [
     "name",
     "pid_file",
     "fleet",
@@ -41,6 +43,8 @@ const TOP_LEVEL_KEYS: [&str; 14] = [
     "raft",
     "health",
     "peers",
+    "agent",
+    "notify",
 ];
 
 /// One node's configuration. See `config/beast.toml` for a documented example.
@@ -93,6 +97,14 @@ pub struct NodeConfig {
     /// The initial members, by name, for `fleetctl cluster init`.
     #[serde(default)]
     pub peers: BTreeMap<String, PeerAddresses>,
+    /// How this node asks its own agent for deliberation inputs, and the agent's
+    /// workspace (where the notes go).
+    #[serde(default)]
+    pub agent: AgentConfig,
+    /// Where this node delivers the operator's notifications while it is primary.
+    /// Use the same sink names on every node: delivery is recorded per name.
+    #[serde(default)]
+    pub notify: Vec<SinkConfig>,
 }
 
 fn default_data_dir() -> PathBuf {
@@ -145,6 +157,8 @@ impl NodeConfig {
         self.data_dir = base.join(&self.data_dir);
         self.pid_file = self.pid_file.as_ref().map(|file| base.join(file));
         self.tls.resolve_against(base);
+        self.agent.resolve_against(base)?;
+        resolve_all(&mut self.notify, base)?;
         self.auth.read_token_files(base)
     }
 
@@ -179,6 +193,8 @@ impl NodeConfig {
         self.auth.validate()?;
         self.raft.validate()?;
         self.health.validate(self.raft.heartbeat_ms)?;
+        self.agent.validate()?;
+        validate_all(&self.notify)?;
         for (peer, addresses) in &self.peers {
             check_name(&format!("peers.{peer}"), peer)?;
             check_host_port(&format!("peers.{peer}.api"), &addresses.api)?;

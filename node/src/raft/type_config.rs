@@ -67,6 +67,8 @@ fn request_kind(request: &Request) -> &'static str {
         Request::AckBulletin { .. } => "AckBulletin",
         Request::ArchiveBulletin { .. } => "ArchiveBulletin",
         Request::PublishCapabilities { .. } => "PublishCapabilities",
+        Request::Probe => "Probe",
+        Request::RecordDrill(_) => "RecordDrill",
     }
 }
 

@@ -1,9 +1,11 @@
-//! The effect executor: receives the effects of every applied command.
+//! The effect log: records the effects of every applied command that concern this node.
 //!
-//! Each effect names the node that must act on it; this node acts only on its own.
-//! Executors for deliberation inputs, notes files, notifications, message delivery
-//! and leadership transfer plug in here; effects without an executor are logged, so
-//! nothing is silently dropped.
+//! Effects say what a command changed; the work they imply is done elsewhere, from
+//! what the state still owes rather than from the effect itself, so that a restart or
+//! a failover cannot lose it: agent inputs, notes and notifications by the
+//! [`duty_runner`](super::duty_runner), leadership transfer by the
+//! [`health`](super::health) monitor. Logging them here keeps one structured line per
+//! effect for the operator.
 
 use tokio::sync::mpsc::UnboundedReceiver;
 

@@ -20,6 +20,7 @@ use crate::api::query::{Query, QueryAnswer};
 use crate::raft::{CommandOutcome, FleetRaft, Peer, node_id};
 use crate::state::{Actor, Command, FleetSettings, NodeName, Request, Response, RuleViolation};
 use crate::store::{StateHandle, StateMachineStore};
+use crate::transport::Isolation;
 use fleet_proto::api as wire;
 
 /// The node's openraft handle.
@@ -51,6 +52,8 @@ pub struct FleetNode {
     pub quorum_stale_ms: u64,
     /// Which transport each peer's Raft traffic uses right now.
     pub transport_of: Box<dyn Fn(&str) -> &'static str + Send + Sync>,
+    /// Cuts the node off from Raft traffic during a failover drill.
+    pub isolation: Isolation,
 }
 
 /// Milliseconds since the Unix epoch on this machine's clock.
@@ -128,6 +131,11 @@ impl FleetNode {
         let now = wall_clock_ms();
         let answer = self.state.read(|state| query.answer(state, now));
         Ok((answer, self.state.applied_index()))
+    }
+
+    /// Whether this node is the Raft leader right now.
+    pub fn is_leader(&self) -> bool {
+        self.raft.metrics().borrow_watched().state == ServerState::Leader
     }
 
     /// The leader as a member, if one is known.

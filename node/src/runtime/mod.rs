@@ -5,11 +5,14 @@
 //!   by followers), read, status, membership.
 //! - [`forwarder`]: follower-to-leader forwarding over the client API.
 //! - [`driver`]: the leader's ticks that move the state's time on.
-//! - [`effects`]: the executor of applied effects.
+//! - [`effects`]: logs the effects of applied commands.
+//! - [`duty_runner`]: carries out this node's duties read off the state — its agent's
+//!   inputs, notes files, notification deliveries as primary.
 //! - [`health`]: the leader's health monitor; leadership follows the primary.
 //! - [`start`]: wiring a node from its config: store, Raft, transports, API server.
 
 pub mod driver;
+pub mod duty_runner;
 pub mod effects;
 pub mod fleet_node;
 pub mod forwarder;

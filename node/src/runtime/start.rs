@@ -16,6 +16,7 @@ use tokio_stream::wrappers::TcpListenerStream;
 use tonic::transport::{Certificate, Identity};
 
 use super::driver::run_driver;
+use super::duty_runner::{DutySettings, run_duties};
 use super::effects::run_effects;
 use super::fleet_node::FleetNode;
 use super::forwarder::Forwarder;
@@ -24,13 +25,14 @@ use crate::api::auth::Authenticator;
 use crate::api::service::FleetApi;
 use crate::config::{NodeConfig, TransportMode};
 use crate::identity::{IdentityError, tls};
+use crate::notify::RetryPolicy;
 use crate::raft::network::{ClientMaker, FleetNetwork};
 use crate::raft::rpc_handler::RaftRpcHandler;
 use crate::raft::{Peer, node_id};
 use crate::state::NodeName;
 use crate::store::open_store;
 use crate::transport::{
-    AutoClient, GrpcClient, GrpcRaftService, QuicConnector, QuicServer, RpcClient, RpcHandler,
+    AutoClient, GrpcClient, GrpcRaftService, Isolation, QuicConnector, QuicServer, RpcClient,
 };
 
 /// Why a node could not start; each names the part and what to fix.
@@ -80,6 +82,8 @@ struct TransportMaker {
     identity: Identity,
     /// The auto clients, so status can say which transport each peer is on.
     auto_clients: AutoClients,
+    /// Every client fails while the node is cut off by a drill.
+    isolation: Isolation,
 }
 
 type AutoClients = Arc<Mutex<HashMap<String, Arc<AutoClient>>>>;
@@ -105,7 +109,7 @@ impl ClientMaker for TransportMaker {
             )
             .map_err(|e| e.to_string())
         };
-        Ok(match self.mode {
+        let client: Arc<dyn RpcClient> = match self.mode {
             TransportMode::Quic => Arc::new(quic()?),
             TransportMode::Grpc => Arc::new(grpc()?),
             TransportMode::Auto => {
@@ -116,7 +120,8 @@ impl ClientMaker for TransportMaker {
                     .insert(peer.name.clone(), auto.clone());
                 auto
             }
-        })
+        };
+        Ok(self.isolation.client(client, &peer.name))
     }
 }
 
@@ -169,7 +174,9 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
         reason: e.to_string(),
     })?;
     let auto_clients: AutoClients = Arc::new(Mutex::new(HashMap::new()));
+    let isolation = Isolation::default();
     let maker = TransportMaker {
+        isolation: isolation.clone(),
         mode: config.transport,
         quic,
         ca: Certificate::from_pem(ca.pem()),
@@ -187,7 +194,7 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
     .await
     .map_err(|e| StartError::Raft(e.to_string()))?;
 
-    let handler: Arc<dyn RpcHandler> = Arc::new(RaftRpcHandler::new(raft.clone()));
+    let handler = isolation.handler(Arc::new(RaftRpcHandler::new(raft.clone())));
     let raft_server_tls = tls::raft_server_config(&me, &ca).map_err(identity_error)?;
     let quic_server = QuicServer::bind(
         config.raft_listen,
@@ -242,6 +249,7 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
         ),
         quorum_stale_ms: 2 * config.raft.election_timeout_max_ms,
         transport_of,
+        isolation,
     });
 
     let auth = Arc::new(Authenticator::new(name.clone(), config.auth.clone()));
@@ -277,6 +285,14 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
             },
         )),
         tokio::spawn(run_effects(name, effects_rx)),
+        tokio::spawn(run_duties(
+            node.clone(),
+            DutySettings {
+                agent: config.agent.clone(),
+                sinks: config.notify.clone(),
+                retry: RetryPolicy::default(),
+            },
+        )),
     ];
     tracing::info!(node = %config.name, api = %config.api_listen, raft = %config.raft_listen, transport = ?config.transport, "fleetd started");
     Ok(RunningNode {

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::actor::Actor;
 use super::bulletin::Recipient;
 use super::deliberation::{DeliberationId, Submission};
+use super::drill_report::DrillReport;
 use super::event_log::{EventStatus, NewEvent};
 use super::node_name::NodeName;
 use super::outbox::{DeliveryResult, NotificationId};
@@ -152,6 +153,12 @@ pub enum Request {
     PublishCapabilities {
         markdown: String,
     },
+
+    /// A write that changes nothing but must be committed: proof that the fleet takes
+    /// writes (the failover drill's probe). The operator or a node.
+    Probe,
+    /// Records a failover drill's report and announces it (R4). Operator only.
+    RecordDrill(DrillReport),
 }
 
 impl Request {
@@ -179,6 +186,8 @@ impl Request {
             Self::AckBulletin { .. } => "acknowledge a bulletin item",
             Self::ArchiveBulletin { .. } => "archive the bulletin",
             Self::PublishCapabilities { .. } => "publish capabilities",
+            Self::Probe => "probe",
+            Self::RecordDrill(_) => "record a drill",
         }
     }
 }

@@ -297,7 +297,8 @@ impl Deliberation {
             .collect()
     }
 
-    fn spoke_in(&self, node: &NodeName, phase: Phase) -> bool {
+    /// Whether `node` gave an input in `phase`.
+    pub fn spoke_in(&self, node: &NodeName, phase: Phase) -> bool {
         self.inputs
             .iter()
             .any(|i| &i.node == node && i.phase == phase)

@@ -19,6 +19,7 @@ use super::bulletin::BulletinBoard;
 use super::capabilities::CapabilityManifest;
 use super::command::{Command, OpenDeliberation, Request};
 use super::deliberation::{Deliberation, DeliberationId, NotesRecord, Phase, Progress, stance_key};
+use super::drill_report::{DRILL_REPORTS_KEPT, DrillReport};
 use super::effect::Effect;
 use super::error::RuleViolation;
 use super::event_log::EventLog;
@@ -65,6 +66,11 @@ pub struct FleetState {
     pub artifacts: ArtifactStore,
     pub bulletin: BulletinBoard,
     pub capabilities: BTreeMap<NodeName, CapabilityManifest>,
+    /// The latest failover drill reports, oldest first.
+    #[serde(default)]
+    pub drills: Vec<DrillReport>,
+    #[serde(default)]
+    next_drill: u64,
 }
 
 impl FleetState {
@@ -442,6 +448,37 @@ impl FleetState {
                 require_operator(actor, action)?;
                 Ok(Response::Archived {
                     count: self.bulletin.archive(before_ms),
+                })
+            }
+            Request::Probe => {
+                require_node_or_operator(actor, action)?;
+                Ok(Response::Done)
+            }
+            Request::RecordDrill(report) => {
+                require_operator(actor, action)?;
+                settings.require_member(&report.target)?;
+                report.validate()?;
+                self.next_drill += 1;
+                let report = DrillReport {
+                    id: self.next_drill,
+                    recorded_at_ms: now,
+                    ..report
+                };
+                let notification = self.outbox.push_drill(
+                    &settings.fleet,
+                    report.id,
+                    report.title(),
+                    report.text(),
+                    now,
+                );
+                effects.push(Effect::Notify { notification });
+                self.drills.push(report.clone());
+                if self.drills.len() > DRILL_REPORTS_KEPT {
+                    self.drills.remove(0);
+                }
+                Ok(Response::Drill {
+                    report: Box::new(report),
+                    notification,
                 })
             }
             Request::PublishCapabilities { markdown } => {

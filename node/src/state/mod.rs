@@ -17,6 +17,8 @@
 //! - [`notes`] and [`outbox`]: the notes file and the operator's notifications (D7, D8).
 //! - [`sessions`], [`relay`], [`event_log`], [`artifacts`], [`bulletin`],
 //!   [`capabilities`]: the agents' shared state (S1–S4).
+//! - [`duties`]: what each node must still do (speak, write notes, deliver), read
+//!   off the state so it survives restarts and failovers.
 //! - [`command`], [`effect`], [`response`], [`error`]: what goes in and comes out.
 //! - [`snapshot`]: the versioned encoding for Raft snapshots and backups.
 
@@ -26,6 +28,8 @@ pub mod bulletin;
 pub mod capabilities;
 pub mod command;
 pub mod deliberation;
+pub mod drill_report;
+pub mod duties;
 pub mod effect;
 pub mod error;
 pub mod event_log;
@@ -46,6 +50,8 @@ pub mod tier;
 pub use actor::Actor;
 pub use command::{Command, OpenDeliberation, Request};
 pub use deliberation::{Confidence, DecidedBy, Deliberation, DeliberationId, Phase, Submission};
+pub use drill_report::DrillReport;
+pub use duties::Duty;
 pub use effect::Effect;
 pub use error::RuleViolation;
 pub use fleet_state::{Applied, FleetState};

@@ -34,6 +34,8 @@ pub enum NotificationKind {
     DeliberationStarted,
     /// A deliberation was decided.
     DeliberationDecided,
+    /// A failover drill finished (R4).
+    DrillCompleted,
 }
 
 impl NotificationKind {
@@ -41,6 +43,7 @@ impl NotificationKind {
         match self {
             Self::DeliberationStarted => "started",
             Self::DeliberationDecided => "decided",
+            Self::DrillCompleted => "completed",
         }
     }
 }
@@ -120,6 +123,33 @@ impl Outbox {
         text: String,
         now: u64,
     ) -> NotificationId {
+        let key = format!("{fleet}:{deliberation}:{}", kind.suffix());
+        self.insert(kind, Some(deliberation), key, title, text, now)
+    }
+
+    /// Queues the report of failover drill `drill`; returns its id.
+    pub fn push_drill(
+        &mut self,
+        fleet: &str,
+        drill: u64,
+        title: String,
+        text: String,
+        now: u64,
+    ) -> NotificationId {
+        let kind = NotificationKind::DrillCompleted;
+        let key = format!("{fleet}:drill-{drill}:{}", kind.suffix());
+        self.insert(kind, None, key, title, text, now)
+    }
+
+    fn insert(
+        &mut self,
+        kind: NotificationKind,
+        deliberation: Option<DeliberationId>,
+        idempotency_key: String,
+        title: String,
+        text: String,
+        now: u64,
+    ) -> NotificationId {
         self.next_id += 1;
         let id = NotificationId(self.next_id);
         self.notifications.insert(
@@ -127,8 +157,8 @@ impl Outbox {
             Notification {
                 id,
                 kind,
-                deliberation: Some(deliberation),
-                idempotency_key: format!("{fleet}:{deliberation}:{}", kind.suffix()),
+                deliberation,
+                idempotency_key,
                 title,
                 text,
                 created_at_ms: now,

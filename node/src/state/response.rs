@@ -6,9 +6,10 @@ use super::artifacts::Artifact;
 use super::bulletin::BulletinItem;
 use super::capabilities::CapabilityManifest;
 use super::deliberation::Deliberation;
+use super::drill_report::DrillReport;
 use super::event_log::Event;
 use super::node_name::NodeName;
-use super::outbox::Notification;
+use super::outbox::{Notification, NotificationId};
 use super::relay::RelayedMessage;
 use super::roles::Roles;
 use super::router::Route;
@@ -59,6 +60,11 @@ pub enum Response {
         count: usize,
     },
     Capabilities(Box<CapabilityManifest>),
+    /// A drill report as recorded, with its notification.
+    Drill {
+        report: Box<DrillReport>,
+        notification: NotificationId,
+    },
 }
 
 impl Response {

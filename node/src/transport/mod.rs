@@ -29,12 +29,14 @@ use futures::future::BoxFuture;
 pub mod auto;
 mod frame;
 pub mod grpc;
+pub mod isolation;
 mod peer_name;
 pub mod quic;
 
 pub use auto::AutoClient;
 pub use frame::PAYLOAD_MAX_BYTES;
 pub use grpc::{GrpcClient, GrpcRaftService};
+pub use isolation::Isolation;
 pub use quic::{QuicClient, QuicConnector, QuicServer};
 
 /// Which Raft RPC a payload is.
