@@ -403,8 +403,8 @@ fn node_config_toml(fleet: &str, member: &Member, members: &[Member]) -> String 
          # Leader heartbeat interval, ms (below election_timeout_min_ms).\n\
          heartbeat_ms = 100\n\
          # Election timeout range, ms.\n\
-         election_timeout_min_ms = 300\n\
-         election_timeout_max_ms = 600\n\
+         election_timeout_min_ms = 200\n\
+         election_timeout_max_ms = 400\n\
          # Snapshot (and purge the log) every this many entries.\n\
          snapshot_every_logs = 5000\n\
          # Entries kept before the snapshot when the log is purged.\n\

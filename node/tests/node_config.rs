@@ -110,8 +110,8 @@ fn defaults_fill_every_optional_key() {
         assert_eq!(config.advertised_api(), "127.0.0.1:7100");
         assert_eq!(config.advertised_raft(), "127.0.0.1:7101");
         assert_eq!(config.raft.heartbeat_ms, 100);
-        assert_eq!(config.raft.election_timeout_min_ms, 300);
-        assert_eq!(config.raft.election_timeout_max_ms, 600);
+        assert_eq!(config.raft.election_timeout_min_ms, 200);
+        assert_eq!(config.raft.election_timeout_max_ms, 400);
         assert_eq!(config.raft.snapshot_every_logs, 5000);
         assert_eq!(config.raft.rpc_timeout_ms, 1000);
         assert_eq!(config.transport, TransportMode::Auto);
@@ -138,7 +138,7 @@ fn bad_values_are_refused_with_the_key_named() {
         (
             "heartbeat not below the election timeout",
             format!("{}[raft]\nheartbeat_ms = 300\n", valid_config()),
-            "raft.heartbeat_ms (300) must be below raft.election_timeout_min_ms (300)",
+            "raft.heartbeat_ms (300) must be below raft.election_timeout_min_ms (200)",
         ),
         (
             "unknown transport",

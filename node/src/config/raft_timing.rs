@@ -38,8 +38,8 @@ impl Default for RaftTiming {
     fn default() -> Self {
         Self {
             heartbeat_ms: 100,
-            election_timeout_min_ms: 300,
-            election_timeout_max_ms: 600,
+            election_timeout_min_ms: 200,
+            election_timeout_max_ms: 400,
             snapshot_every_logs: 5_000,
             logs_kept_after_snapshot: 1_000,
             rpc_timeout_ms: 1_000,

@@ -20,7 +20,7 @@ use crate::transport::{RpcClient, RpcKind, TransportError};
 ///
 /// The connection is opened on the first call and reused by every later one, concurrent
 /// calls included; when it has closed (the peer restarted, or went silent past the idle
-/// timeout) the next call opens a new one.
+/// timeout) or a call on it timed out, the next call opens a new one.
 pub struct QuicClient {
     endpoint: Endpoint,
     peer_name: String,
@@ -136,6 +136,10 @@ impl QuicClient {
             let exchanged = match timeout_at(deadline, exchange(&connection, frame.clone())).await {
                 Ok(exchanged) => exchanged,
                 Err(_) => {
+                    // A peer that restarted never answers on the old connection, which
+                    // lingers until the idle timeout: the next call opens a new one.
+                    // Calls still running on the old one keep it until they end.
+                    self.forget(&connection).await;
                     return Err(TransportError::Timeout {
                         peer: self.peer_name.clone(),
                         kind,
