@@ -76,7 +76,7 @@ fn main() -> Result<()> {
         })?;
         let mut operator = fleet.client("beast").await?;
         let mut beast = fleet.client("beast").await?;
-        let mut others = vec![fleet.client("5070").await?, fleet.client("mac").await?];
+        let mut others = [fleet.client("5070").await?, fleet.client("mac").await?];
         let mut phase_ends = Vec::new();
         let mut decisions = Vec::new();
         for round in 0..count {
