@@ -377,7 +377,10 @@ async fn the_failover_drill_reports_its_timings_and_is_announced() -> Result<()>
     assert_eq!(report["probe_write"], true, "{report}");
     let failover_ms = report["failover_ms"].as_u64().context("failover_ms")?;
     assert!(failover_ms > 0 && failover_ms < 3_000, "{report}");
-    assert!(report["failback_ms"].as_u64().is_some(), "{report}");
+    // The roles come back only after the fleet's failback hold (2 s here): a node
+    // that was cut off must not get them back while it still is, nor at once.
+    let failback_ms = report["failback_ms"].as_u64().context("failback_ms")?;
+    assert!(failback_ms >= 1_500, "{report}");
     // Out to the others and back: at least two role changes.
     assert!(report["role_changes"].as_u64() >= Some(2), "{report}");
 
@@ -385,5 +388,53 @@ async fn the_failover_drill_reports_its_timings_and_is_announced() -> Result<()>
     wait_for_keys(&receiver, &[format!("home:drill-{id}:completed")]).await?;
     let status = fleet.status()?;
     assert_eq!(status["primary"], "beast", "{status}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_sink_that_asks_to_retry_later_gets_the_same_announcement_again_once_it_is_ready()
+-> Result<()> {
+    let receiver = WebhookReceiver::start("127.0.0.1:0".parse()?).await?;
+    // The first attempt is told to come back in a second, the second one is accepted.
+    receiver.respond_with(vec![(503, Some(1))]);
+    let mut fleet = ProcessFleet::init(&NODES)?;
+    configure(&fleet, &receiver.url(), &[])?;
+    fleet.start_all()?;
+    bootstrap(&fleet)?;
+
+    let id = open_through(&fleet, "beast", &open("retry", 60_000)).await?;
+    let key = format!("home:{id}:started");
+    wait_for_delivery_recorded(&fleet, &key).await?;
+    let attempts: Vec<_> = receiver
+        .received()
+        .into_iter()
+        .filter(|r| {
+            r.json()
+                .is_some_and(|b| b["idempotency_key"] == key.as_str())
+        })
+        .collect();
+    assert_eq!(attempts.len(), 2, "{attempts:?}");
+    for attempt in &attempts {
+        assert_eq!(attempt.header("idempotency-key"), Some(key.as_str()));
+    }
+    let mut client = fleet.client("mac").await?;
+    let QueryAnswer::Outbox { notifications, .. } = client.read(&Query::Outbox, false, 0).await?
+    else {
+        bail!("expected the outbox");
+    };
+    let started = notifications
+        .iter()
+        .find(|n| n.idempotency_key == key)
+        .context("the start notification")?;
+    let delivery = &started.deliveries["test-webhook"];
+    assert_eq!(delivery.attempts, 2, "{delivery:?}");
+    assert!(delivery.delivered_at_ms.is_some(), "{delivery:?}");
+    assert!(
+        delivery
+            .last_error
+            .as_deref()
+            .is_some_and(|e| e.contains("503")),
+        "{delivery:?}"
+    );
     Ok(())
 }

@@ -113,8 +113,12 @@ fn dev_starts_a_fleet_whose_nodes_can_be_restarted_by_hand() -> Result<()> {
         .stderr(log)
         .spawn()?;
     children.0.push(restarted);
-    wait_for(&fleet_dir, "the restarted node back as a follower", |s| {
-        member(s, follower).is_some_and(|m| m["reachable"] == true && m["raft_state"] == "follower")
+    // Back in the fleet: as a follower, or already leader again if it is the primary
+    // and leadership was handed back to it.
+    wait_for(&fleet_dir, "the restarted node back in the fleet", |s| {
+        member(s, follower).is_some_and(|m| {
+            m["reachable"] == true && (m["raft_state"] == "follower" || m["raft_state"] == "leader")
+        })
     })?;
     assert_ne!(
         pid_of(&fleet_dir, follower)?,

@@ -99,10 +99,21 @@ impl Connection {
         min_applied: u64,
         wait: Duration,
     ) -> Result<(Result<QueryAnswer, RuleViolation>, u64)> {
+        self.read_with(node, query, false, min_applied, wait).await
+    }
+
+    async fn read_with(
+        &self,
+        node: &str,
+        query: &Query,
+        linearizable: bool,
+        min_applied: u64,
+        wait: Duration,
+    ) -> Result<(Result<QueryAnswer, RuleViolation>, u64)> {
         let mut client = self.client(node, wait + STATUS_TIMEOUT)?;
         let body = wire::ReadRequest {
             query_json: serde_json::to_string(query)?,
-            linearizable: false,
+            linearizable,
             min_applied_index: min_applied,
             wait_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
         };
@@ -171,11 +182,13 @@ impl Connection {
         }
     }
 
-    /// Reads `query` from the first node that answers (the `--node` one with `--node`).
+    /// Reads `query` from the first node that answers (the `--node` one with `--node`),
+    /// linearizably: the answer reflects every write committed before the read, even
+    /// when that node has not applied them yet (it asks the leader).
     pub async fn read(&self, query: &Query) -> Result<Result<QueryAnswer, RuleViolation>> {
         let mut problems = Vec::new();
         for node in self.candidates() {
-            match self.read_from(&node, query, 0, Duration::ZERO).await {
+            match self.read_with(&node, query, true, 0, Duration::ZERO).await {
                 Ok((answer, _)) => return Ok(answer),
                 Err(error) => problems.push(error.to_string()),
             }

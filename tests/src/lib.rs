@@ -7,10 +7,13 @@
 //! - [`client`]: `TestClient`, writes and reads through the client API.
 //! - [`etcd`]: the part of etcd's v3 API the benchmarks drive, and `EtcdCluster`, three
 //!   etcd members on loopback.
+//! - [`jitter_relay`]: `JitterRelay`, a UDP relay that delays every datagram, for
+//!   jittered latency between nodes.
 //! - [`latency`]: `LatencyRun`, concurrent clients and their latency percentiles.
 
 pub mod client;
 pub mod etcd;
+pub mod jitter_relay;
 pub mod latency;
 pub mod process_fleet;
 

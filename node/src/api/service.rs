@@ -48,7 +48,7 @@ impl FleetApi {
         let peer_node = request
             .peer_certs()
             .and_then(|certs| certs.first().and_then(crate::identity::node_name_from_cert));
-        let forwarded_actor = if forwarded.is_empty() {
+        let forwarded_actor: Option<Actor> = if forwarded.is_empty() {
             None
         } else {
             Some(
@@ -56,6 +56,13 @@ impl FleetApi {
                     .map_err(|e| ApiError::BadRequest(format!("forwarded_actor_json: {e}")))?,
             )
         };
+        // A leader's own commands (health, ticks) are proposed by that leader only:
+        // forwarded, they would be a stale leader's view committed by its successor.
+        if let Some(Actor::Leader(node)) = &forwarded_actor {
+            return Err(ApiError::BadRequest(format!(
+                "forwarded_actor_json: {node} acting as leader cannot be forwarded"
+            )));
+        }
         self.auth.authenticate(&Credentials {
             token,
             peer_node: peer_node.as_deref(),

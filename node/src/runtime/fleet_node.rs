@@ -79,6 +79,14 @@ impl FleetNode {
             }),
             Err(RaftError::APIError(ClientWriteError::ForwardToLeader(forward))) => {
                 match forward.leader_node {
+                    // What this node decided as leader (health, ticks) is void once it
+                    // is not the leader: a leader that was cut off and comes back must
+                    // not have its stale view committed by its successor.
+                    _ if matches!(actor, Actor::Leader(_)) => Err(ApiError::NoQuorum(format!(
+                        "{} is no longer the leader; its {} is dropped",
+                        self.name,
+                        request.name()
+                    ))),
                     Some(leader) if leader.name != self.name.as_str() => {
                         self.forwarder.write(&leader, &actor, &request).await
                     }
