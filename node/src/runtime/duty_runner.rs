@@ -21,8 +21,8 @@ use crate::agent::{self, AgentConfig, AgentError, InputRequest};
 use crate::api::error::ApiError;
 use crate::api::query::{Query, QueryAnswer};
 use crate::notify::{self, Attempt, RetryPolicy, SinkConfig};
-use crate::state::outbox::{DeliveryResult, Notification, NotificationId};
-use crate::state::{Actor, DeliberationId, Duty, Phase, Request, RuleViolation, Submission};
+use crate::state::outbox::{Notification, NotificationId};
+use crate::state::{Actor, DeliberationId, Duty, Phase, Request, RuleViolation};
 
 /// How often duties are read even when nothing was applied (retries, deadlines).
 const IDLE_CHECK: Duration = Duration::from_secs(1);
@@ -148,14 +148,10 @@ async fn speak(
                 return Finished::Settled;
             }
         };
-    let submission = Submission {
-        round: phase.round(),
-        stance: answer.stance,
-        confidence: answer.confidence,
-        summary: answer.summary,
-        concerns: answer.concerns,
-        request_id: format!("agent:{}:{id}:{}", node.name, phase.round().unwrap_or(3)),
-    };
+    // The round the agent was asked in: an answer that arrives after its phase ended
+    // is refused rather than counted in the next one.
+    let request_id = format!("agent:{}:{id}:{}", node.name, phase.round().unwrap_or(3));
+    let submission = answer.into_submission(phase.round(), request_id);
     let request = Request::Submit {
         deliberation: id,
         submission,
@@ -310,33 +306,15 @@ async fn deliver(
         };
         let attempt = notify::attempt(sink, &notification, http).await;
         attempts += 1;
-        let (result, wait) = match attempt {
-            Attempt::Delivered => (DeliveryResult::Delivered, None),
-            Attempt::Permanent { error } => (
-                DeliveryResult::Failed {
-                    error,
-                    permanent: true,
-                },
-                None,
-            ),
-            Attempt::Retry { error, retry_after } => match retry.delay_after(attempts, retry_after)
-            {
-                Some(delay) => (
-                    DeliveryResult::Failed {
-                        error,
-                        permanent: false,
-                    },
-                    Some(delay),
-                ),
-                None => (
-                    DeliveryResult::Failed {
-                        error: format!("{error}; gave up after {attempts} attempts"),
-                        permanent: true,
-                    },
-                    None,
-                ),
-            },
+        let wait = match &attempt {
+            Attempt::Retry { retry_after, .. } => retry.delay_after(attempts, *retry_after),
+            Attempt::Delivered | Attempt::Permanent { .. } => None,
         };
+        let give_up = matches!(attempt, Attempt::Retry { .. }) && wait.is_none();
+        if give_up {
+            tracing::warn!(notification = %id, sink = %sink.name, attempts, "giving up on a delivery");
+        }
+        let result = attempt.to_delivery_result(give_up);
         let request = Request::RecordDelivery {
             notification: id,
             sink: sink.name.clone(),
