@@ -7,15 +7,14 @@
 //! unless a test is about deadlines, so a round ends early only because everyone spoke.
 
 use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use fleet_node::api::query::{Query, QueryAnswer};
 use fleet_node::state::limits::{INPUTS_PER_BOT_MAX, PHASE_MS_MAX, PHASE_MS_MIN};
-use fleet_node::state::{Actor, NodeName, RuleViolation};
-use fleet_tests::ProcessFleet;
-use fleet_tests::process_fleet::binary;
+use fleet_node::state::{Actor, RuleViolation};
+use fleet_tests::running_fleetctl::Finished;
+use fleet_tests::{ProcessFleet, RunningFleetctl};
 use serde_json::Value;
 
 const NODES: [&str; 3] = ["beast", "5070", "mac"];
@@ -50,31 +49,8 @@ fn start_fleet() -> Result<ProcessFleet> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?
-        .block_on(wait_until_all_healthy(&fleet))?;
+        .block_on(fleet.wait_until_all_healthy("beast", BOUND))?;
     Ok(fleet)
-}
-
-/// Waits until the leader has committed every member as healthy (the state, not only
-/// the leader's monitor, decides who is expected to speak).
-async fn wait_until_all_healthy(fleet: &ProcessFleet) -> Result<()> {
-    let deadline = Instant::now() + BOUND;
-    let names = NODES
-        .iter()
-        .map(|n| NodeName::new(*n))
-        .collect::<Result<Vec<_>, _>>()?;
-    loop {
-        if let Ok(mut client) = fleet.client("beast").await
-            && let Ok(QueryAnswer::Overview { roles, .. }) =
-                client.read(&Query::Overview, true, 0).await
-            && names.iter().all(|n| roles.is_healthy(n))
-        {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            bail!("the members' health was not committed within {BOUND:?}");
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 /// `fleetctl deliberate … --detach -o json` for a tier-1 question with options A and
@@ -184,54 +160,6 @@ fn wait_for(
 
 fn text(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-/// A `fleetctl` child process, killed if the test ends before it does.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Running {
-    /// `fleetctl --config … ARGS` with stdout and stderr piped.
-    fn spawn(fleet: &ProcessFleet, args: &[&str]) -> Result<Self> {
-        let child = Command::new(binary("fleetctl"))
-            .arg("--config")
-            .arg(fleet.dir().join("fleetctl.toml"))
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()?;
-        Ok(Self(child))
-    }
-
-    /// Waits for it to exit; returns its exit code, the rest of its stdout and its stderr.
-    fn finish(&mut self) -> Result<(Option<i32>, String, String)> {
-        let deadline = Instant::now() + BOUND;
-        let status = loop {
-            if let Some(status) = self.0.try_wait()? {
-                break status;
-            }
-            if Instant::now() > deadline {
-                bail!("fleetctl did not exit within {BOUND:?}");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        let mut stdout = String::new();
-        if let Some(mut out) = self.0.stdout.take() {
-            out.read_to_string(&mut stdout)?;
-        }
-        let mut stderr = String::new();
-        if let Some(mut err) = self.0.stderr.take() {
-            err.read_to_string(&mut stderr)?;
-        }
-        Ok((status.code(), stdout, stderr))
-    }
 }
 
 /// All three agree in round 1, which ends early; all agree again in round 2; the fleet
@@ -548,7 +476,7 @@ fn a_silent_bot_abstains_when_the_phase_deadline_passes() -> Result<()> {
 fn deliberate_follows_live_until_the_decision() -> Result<()> {
     let fleet = start_fleet()?;
     let topic = "Should the GPU box run the nightly evals?";
-    let mut follower = Running::spawn(
+    let mut follower = RunningFleetctl::spawn(
         &fleet,
         &[
             "deliberate",
@@ -565,7 +493,7 @@ fn deliberate_follows_live_until_the_decision() -> Result<()> {
             "60",
         ],
     )?;
-    let mut stdout = BufReader::new(follower.0.stdout.take().context("piped stdout")?);
+    let mut stdout = BufReader::new(follower.take_stdout().context("piped stdout")?);
     let mut header = String::new();
     stdout.read_line(&mut header)?;
     let id = header
@@ -579,7 +507,7 @@ fn deliberate_follows_live_until_the_decision() -> Result<()> {
             accepted(&fleet, node, &id, "yes", &["--round", round])?;
         }
     }
-    let (code, _, stderr) = follower.finish()?;
+    let Finished { code, stderr, .. } = follower.finish(BOUND)?;
     let mut rest = String::new();
     stdout.read_to_string(&mut rest)?;
     assert_eq!(code, Some(0), "{stderr}");
@@ -614,7 +542,7 @@ fn deliberate_follows_live_until_the_decision() -> Result<()> {
 
     // The same with `-o json`: nothing while following, one object at the end.
     let topic = "Should the laptop keep a full replica?";
-    let mut follower = Running::spawn(
+    let mut follower = RunningFleetctl::spawn(
         &fleet,
         &[
             "deliberate",
@@ -657,7 +585,12 @@ fn deliberate_follows_live_until_the_decision() -> Result<()> {
     for node in NODES {
         accepted(&fleet, node, &id, "Yes, keep one", &["--round", "2"])?;
     }
-    let (code, printed, stderr) = follower.finish()?;
+    let Finished {
+        code,
+        stdout: printed,
+        stderr,
+        ..
+    } = follower.finish(BOUND)?;
     assert_eq!(code, Some(0), "{stderr}");
     let report: Value = serde_json::from_str(&printed)
         .with_context(|| format!("not exactly one JSON object: {printed}"))?;

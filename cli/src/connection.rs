@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 use fleet_node::api::query::{Query, QueryAnswer};
+use fleet_node::api::service::API_MESSAGE_MAX_BYTES;
 use fleet_node::state::{Request, Response, RuleViolation};
 use fleet_proto::api as wire;
 use fleet_proto::api::fleet_client::FleetClient;
@@ -79,7 +80,9 @@ impl Connection {
             .connect_timeout(timeout.min(Duration::from_secs(3)))
             .timeout(timeout)
             .connect_lazy();
-        Ok(FleetClient::new(channel).max_decoding_message_size(8 * 1024 * 1024))
+        Ok(FleetClient::new(channel)
+            .max_decoding_message_size(API_MESSAGE_MAX_BYTES)
+            .max_encoding_message_size(API_MESSAGE_MAX_BYTES))
     }
 
     fn request<T>(&self, body: T) -> tonic::Request<T> {
@@ -99,7 +102,31 @@ impl Connection {
         min_applied: u64,
         wait: Duration,
     ) -> Result<(Result<QueryAnswer, RuleViolation>, u64)> {
-        self.read_with(node, query, false, min_applied, wait).await
+        self.read_with(node, query, false, min_applied, wait, false)
+            .await
+    }
+
+    /// Reads `query` through the first node that answers, holding the answer until it
+    /// is ready (a new matching event, a message's delivery report) or `wait` passes;
+    /// the node is woken by each applied command, so news arrives as it commits.
+    /// `linearizable` first brings the answer up to date with the leader.
+    pub async fn read_until_ready(
+        &self,
+        query: &Query,
+        linearizable: bool,
+        wait: Duration,
+    ) -> Result<Result<QueryAnswer, RuleViolation>> {
+        let mut problems = Vec::new();
+        for node in self.candidates() {
+            match self
+                .read_with(&node, query, linearizable, 0, wait, true)
+                .await
+            {
+                Ok((answer, _)) => return Ok(answer),
+                Err(error) => problems.push(error.to_string()),
+            }
+        }
+        bail!("no node answered: {}", problems.join("; "))
     }
 
     async fn read_with(
@@ -109,6 +136,7 @@ impl Connection {
         linearizable: bool,
         min_applied: u64,
         wait: Duration,
+        until_ready: bool,
     ) -> Result<(Result<QueryAnswer, RuleViolation>, u64)> {
         let mut client = self.client(node, wait + STATUS_TIMEOUT)?;
         let body = wire::ReadRequest {
@@ -116,6 +144,7 @@ impl Connection {
             linearizable,
             min_applied_index: min_applied,
             wait_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+            until_ready,
         };
         let call = client.read(self.request(body));
         let reply = tokio::time::timeout(wait + STATUS_TIMEOUT, call)
@@ -188,7 +217,10 @@ impl Connection {
     pub async fn read(&self, query: &Query) -> Result<Result<QueryAnswer, RuleViolation>> {
         let mut problems = Vec::new();
         for node in self.candidates() {
-            match self.read_with(&node, query, true, 0, Duration::ZERO).await {
+            match self
+                .read_with(&node, query, true, 0, Duration::ZERO, false)
+                .await
+            {
                 Ok((answer, _)) => return Ok(answer),
                 Err(error) => problems.push(error.to_string()),
             }

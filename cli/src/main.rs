@@ -24,7 +24,20 @@
 //!   operator's decision).
 //! - `deliberations.rs`: `DeliberationReport`, the one shape every deliberation command
 //!   prints; `fleetctl deliberations [show]` and `fleetctl notes`.
+//! - `send.rs`: `fleetctl send` (a message to a session on any machine, with its
+//!   delivery report) and `fleetctl inbox`.
+//! - `sessions.rs`: `fleetctl sessions [publish]`, the agents' sessions of every node.
+//! - `events.rs`: `fleetctl events append|list|wait|ack`, the coordination event log.
+//! - `artifacts.rs`: `fleetctl artifacts put|get`, content stored and verified by sha256.
+//! - `bulletin.rs`: `fleetctl bulletin [post|ack|archive]`, the bulletin board.
+//! - `capabilities.rs`: `fleetctl capabilities [publish]` and `fleetctl route`, who can
+//!   do what and who should answer a question.
+//! - `mcp.rs`: `fleetctl mcp`, the fleet's verbs as MCP tools over stdio for an agent
+//!   gateway; `mcp_arguments.rs`: the tools' arguments and their JSON schemas.
 
+mod artifacts;
+mod bulletin;
+mod capabilities;
 mod client_config;
 mod connection;
 mod deliberate;
@@ -32,13 +45,18 @@ mod deliberations;
 mod demo;
 mod dev;
 mod drill;
+mod events;
 mod init;
+mod mcp;
+mod mcp_arguments;
 mod membership;
 mod node_watch;
 mod output;
 mod position;
 mod roles;
 mod scripted_agent;
+mod send;
+mod sessions;
 mod status;
 
 use std::path::{Path, PathBuf};
@@ -109,6 +127,26 @@ enum Command {
     /// A fresh local fleet whose agents deliberate, notify a local webhook and survive
     /// a failover drill; exits 0 when all of it worked.
     Demo(DemoArgs),
+    /// Relay a message to an agent session on any machine; reports delivered, queued
+    /// or failed.
+    Send(send::SendArgs),
+    /// Messages held for a node's sessions while its gateway is unreachable.
+    Inbox(send::InboxArgs),
+    /// The agents' sessions every node publishes, or publish one (`--node NAME`).
+    Sessions(sessions::SessionsArgs),
+    /// The coordination event log: append, list, wait for and acknowledge events.
+    Events(events::EventsArgs),
+    /// Content-addressed artifacts, verified by their sha256 on every read.
+    Artifacts(artifacts::ArtifactsArgs),
+    /// The bulletin board: items, acknowledgements, stale flags, archive.
+    Bulletin(bulletin::BulletinArgs),
+    /// Each node's CAPABILITIES.md, or publish this node's (`--node NAME`).
+    Capabilities(capabilities::CapabilitiesArgs),
+    /// Which node should answer a question, and whether it needs a deliberation.
+    Route(capabilities::RouteArgs),
+    /// Serve the fleet's verbs as MCP tools over stdio (JSON-RPC on stdin/stdout, logs
+    /// on stderr), acting as the node of `--config`/`--node`; for an agent gateway.
+    Mcp,
     /// A stand-in agent for the `command` adapter: answers every input request on
     /// stdin with the same stance.
     #[command(hide = true)]
@@ -302,6 +340,33 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Notes(args) => {
             deliberations::notes(&connect(&cli.global)?, &args, cli.global.output).await?;
         }
+        Command::Send(args) => {
+            if !send::run(&connect(&cli.global)?, &args, cli.global.output).await? {
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+        Command::Inbox(args) => {
+            send::run_inbox(&connect(&cli.global)?, &args, cli.global.output).await?;
+        }
+        Command::Sessions(args) => {
+            sessions::run(&connect(&cli.global)?, &args, cli.global.output).await?;
+        }
+        Command::Events(args) => {
+            return events::run(&connect(&cli.global)?, &args, cli.global.output).await;
+        }
+        Command::Artifacts(args) => {
+            artifacts::run(&connect(&cli.global)?, &args, cli.global.output).await?;
+        }
+        Command::Bulletin(args) => {
+            bulletin::run(&connect(&cli.global)?, &args, cli.global.output).await?;
+        }
+        Command::Capabilities(args) => {
+            capabilities::run(&connect(&cli.global)?, &args, cli.global.output).await?;
+        }
+        Command::Route(args) => {
+            capabilities::run_route(&connect(&cli.global)?, &args, cli.global.output).await?;
+        }
+        Command::Mcp => mcp::run(connect(&cli.global)?).await?,
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -17,6 +17,8 @@
 //!   gateway, or manual).
 //! - [`notify`]: delivering operator notifications to sinks (ntfy, Discord, Slack,
 //!   webhook, command), and a local webhook receiver.
+//! - [`gateway`]: handing messages relayed to this node's sessions to its local
+//!   agent gateway.
 //! - [`config`]: the node's own configuration (`NodeConfig`): a TOML file plus
 //!   `FLEET_*` environment overrides, validated at start.
 //!
@@ -25,6 +27,7 @@
 pub mod agent;
 pub mod api;
 pub mod config;
+pub mod gateway;
 pub mod identity;
 pub mod notify;
 pub mod raft;

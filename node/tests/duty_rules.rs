@@ -267,3 +267,69 @@ fn a_probe_commits_and_changes_nothing_but_time() {
     assert_eq!(fleet.state.outbox, before.outbox);
     assert_eq!(fleet.state.applied_commands, before.applied_commands + 1);
 }
+
+fn relay_duties(fleet: &TestFleet, who: &str) -> Vec<u64> {
+    fleet
+        .state
+        .duties_of(&node(who), &sinks())
+        .into_iter()
+        .filter_map(|duty| match duty {
+            Duty::RelayMessage { message } => Some(message.0),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn the_owner_of_a_session_owes_a_message_until_its_gateway_took_or_refused_it() {
+    use fleet_node::state::relay::MessageStatus;
+    let mut fleet = TestFleet::new();
+    fleet
+        .run(
+            as_node("5070"),
+            Request::PublishSession {
+                key: "5070-main".into(),
+                agent: None,
+                status: "idle".into(),
+            },
+        )
+        .unwrap();
+    let send = |fleet: &mut TestFleet, key: &str| match fleet.run(
+        as_node("beast"),
+        Request::SendMessage {
+            to_session: "5070-main".into(),
+            body: "hello".into(),
+            request_id: key.into(),
+        },
+    ) {
+        Ok(Response::Message { message, .. }) => message.id,
+        other => panic!("{other:?}"),
+    };
+    let first = send(&mut fleet, "m1");
+    let second = send(&mut fleet, "m2");
+    assert_eq!(relay_duties(&fleet, "5070"), vec![first.0, second.0]);
+    assert!(relay_duties(&fleet, "beast").is_empty());
+    let report = |status| Request::ReportMessage {
+        message: first,
+        status,
+    };
+    // Queued while the gateway is away: still owed, so it is tried again.
+    fleet
+        .run(
+            as_node("5070"),
+            report(MessageStatus::Queued {
+                reason: "down".into(),
+            }),
+        )
+        .unwrap();
+    assert_eq!(relay_duties(&fleet, "5070"), vec![first.0, second.0]);
+    // Only the owner reports.
+    assert!(matches!(
+        fleet.run(as_node("mac"), report(MessageStatus::Delivered)),
+        Err(RuleViolation::Unauthorized { .. })
+    ));
+    fleet
+        .run(as_node("5070"), report(MessageStatus::Delivered))
+        .unwrap();
+    assert_eq!(relay_duties(&fleet, "5070"), vec![second.0]);
+}

@@ -20,6 +20,7 @@ use anyhow::{Result, bail};
 use fleet_node::state::{
     Confidence, DeliberationId, OpenDeliberation, Phase, Request, Response, Submission, Tier,
 };
+use fleet_tests::latency::percentile;
 use fleet_tests::{ProcessFleet, TestClient};
 
 const NODES: [&str; 3] = ["beast", "5070", "mac"];
@@ -50,13 +51,6 @@ async fn submit(
         Response::Deliberation { deliberation, .. } => Ok(deliberation.phase),
         other => bail!("unexpected answer {other:?}"),
     }
-}
-
-fn percentile(samples: &[Duration], quantile: f64) -> Duration {
-    let mut sorted = samples.to_vec();
-    sorted.sort();
-    let rank = ((sorted.len() as f64) * quantile).ceil() as usize;
-    sorted[rank.saturating_sub(1).min(sorted.len() - 1)]
 }
 
 fn main() -> Result<()> {

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 use fleet_node::api::query::{Query, QueryAnswer};
+use fleet_node::api::service::API_MESSAGE_MAX_BYTES;
 use fleet_node::state::{Request, Response, RuleViolation};
 use fleet_proto::api as wire;
 use fleet_proto::api::fleet_client::FleetClient;
@@ -43,7 +44,9 @@ impl TestClient {
             .timeout(Duration::from_secs(10))
             .connect_lazy();
         Ok(Self {
-            client: FleetClient::new(channel),
+            client: FleetClient::new(channel)
+                .max_decoding_message_size(API_MESSAGE_MAX_BYTES)
+                .max_encoding_message_size(API_MESSAGE_MAX_BYTES),
             token,
             node: node.to_string(),
         })
@@ -94,11 +97,30 @@ impl TestClient {
         linearizable: bool,
         min_applied: u64,
     ) -> Result<QueryAnswer> {
+        self.read_with(query, linearizable, min_applied, false, 10_000)
+            .await
+    }
+
+    /// Reads `query` from this node's state, held by the node until the answer is
+    /// ready (a matching event, a message's report) or `wait_ms` passes.
+    pub async fn read_until_ready(&mut self, query: &Query, wait_ms: u64) -> Result<QueryAnswer> {
+        self.read_with(query, false, 0, true, wait_ms).await
+    }
+
+    async fn read_with(
+        &mut self,
+        query: &Query,
+        linearizable: bool,
+        min_applied: u64,
+        until_ready: bool,
+        wait_ms: u64,
+    ) -> Result<QueryAnswer> {
         let body = wire::ReadRequest {
             query_json: serde_json::to_string(query)?,
             linearizable,
             min_applied_index: min_applied,
-            wait_ms: 10_000,
+            wait_ms,
+            until_ready,
         };
         let reply = self
             .client

@@ -6,6 +6,18 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
+/// The nearest-rank `quantile` of `samples` (0.5 for the median, 0.99 for p99);
+/// zero for no samples.
+pub fn percentile(samples: &[Duration], quantile: f64) -> Duration {
+    let mut sorted = samples.to_vec();
+    sorted.sort();
+    let rank = ((sorted.len() as f64) * quantile).ceil() as usize;
+    sorted
+        .get(rank.saturating_sub(1).min(sorted.len().saturating_sub(1)))
+        .copied()
+        .unwrap_or_default()
+}
+
 /// The result of one run.
 #[derive(Debug, Clone)]
 pub struct LatencyRun {

@@ -16,6 +16,8 @@ pub mod etcd;
 pub mod jitter_relay;
 pub mod latency;
 pub mod process_fleet;
+pub mod running_fleetctl;
 
 pub use client::TestClient;
 pub use process_fleet::ProcessFleet;
+pub use running_fleetctl::RunningFleetctl;

@@ -12,6 +12,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use tempfile::TempDir;
 
+use fleet_node::api::query::{Query, QueryAnswer};
+use fleet_node::state::NodeName;
+
 use crate::client::TestClient;
 
 /// The directory holding the workspace's built binaries.
@@ -313,6 +316,30 @@ impl ProcessFleet {
         check: impl Fn(&serde_json::Value) -> bool,
     ) -> Result<serde_json::Value> {
         wait_for_status_of(self.dir(), what, timeout, check)
+    }
+
+    /// Waits until the leader has committed every member as healthy (the state, not
+    /// only the leader's monitor, decides who is expected to speak), asking `via`.
+    pub async fn wait_until_all_healthy(&self, via: &str, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        let names = self
+            .nodes
+            .iter()
+            .map(|n| NodeName::new(n.clone()))
+            .collect::<Result<Vec<_>, _>>()?;
+        loop {
+            if let Ok(mut client) = self.client(via).await
+                && let Ok(QueryAnswer::Overview { roles, .. }) =
+                    client.read(&Query::Overview, true, 0).await
+                && names.iter().all(|n| roles.is_healthy(n))
+            {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!("the members' health was not committed within {timeout:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     /// A node's log so far, for failure messages.

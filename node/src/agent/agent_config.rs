@@ -138,23 +138,8 @@ impl AgentConfig {
             // Another adapter's token file is refused by `validate`, naming the
             // adapter; reading it here would report a less helpful missing file.
             if self.adapter == AgentAdapter::OpenAi {
-                let text =
-                    std::fs::read_to_string(&*file).map_err(|source| ConfigError::TokenFile {
-                        key: KEY_TOKEN_FILE,
-                        path: file.clone(),
-                        source,
-                    })?;
-                let token = SecretToken::new(text);
-                if token.is_empty() {
-                    return Err(ConfigError::invalid(
-                        KEY_TOKEN_FILE,
-                        format!(
-                            "{} is empty; put the gateway's bearer token in it",
-                            file.display()
-                        ),
-                    ));
-                }
-                self.token = Some(token);
+                let what = "the gateway's bearer token";
+                self.token = Some(SecretToken::read_bearer_file(KEY_TOKEN_FILE, file, what)?);
             }
         }
         Ok(())
@@ -229,7 +214,7 @@ impl AgentConfig {
                 "is required with adapter = \"openai\": the gateway's chat completions endpoint, e.g. http://127.0.0.1:18789/v1/chat/completions",
             ));
         };
-        check_http_url(url)?;
+        check_http_url(KEY_URL, url)?;
         if self
             .model
             .as_deref()
@@ -258,20 +243,21 @@ impl AgentConfig {
 
 /// `path` relative to `base` (an absolute `path` stays as it is), without `./`
 /// steps, so messages and logs show the path plainly.
-fn anchored(base: &Path, path: &Path) -> PathBuf {
+pub(crate) fn anchored(base: &Path, path: &Path) -> PathBuf {
     base.join(path).components().collect()
 }
 
-fn check_http_url(url: &str) -> Result<(), ConfigError> {
+/// Refuses, naming `key`, a URL that is not http(s) with a host.
+pub(crate) fn check_http_url(key: &str, url: &str) -> Result<(), ConfigError> {
     let parsed = reqwest::Url::parse(url).map_err(|error| {
         ConfigError::invalid(
-            KEY_URL,
+            key,
             format!("`{url}` is not a URL ({error}); use http:// or https://"),
         )
     })?;
     if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
         return Err(ConfigError::invalid(
-            KEY_URL,
+            key,
             format!("`{url}` is not an http:// or https:// URL with a host"),
         ));
     }

@@ -9,7 +9,7 @@ use crate::state::capabilities::CapabilityManifest;
 use crate::state::deliberation::Deliberation;
 use crate::state::event_log::{Event, EventFilter};
 use crate::state::outbox::Notification;
-use crate::state::relay::RelayedMessage;
+use crate::state::relay::{MessageId, MessageStatus, RelayedMessage};
 use crate::state::roles::Roles;
 use crate::state::router::Route;
 use crate::state::sessions::AgentSession;
@@ -40,6 +40,10 @@ pub enum Query {
     /// Messages waiting for a node's sessions.
     Inbox {
         node: NodeName,
+    },
+    /// One relayed message with its delivery status.
+    Message {
+        id: MessageId,
     },
     /// Events after `since` that pass `filter`.
     Events {
@@ -85,6 +89,7 @@ pub enum QueryAnswer {
     Route(Route),
     Sessions(Vec<AgentSession>),
     Inbox(Vec<RelayedMessage>),
+    Message(Box<RelayedMessage>),
     Events {
         events: Vec<Event>,
         last_id: u64,
@@ -101,6 +106,17 @@ pub enum QueryAnswer {
 }
 
 impl Query {
+    /// Whether `answer` is worth returning to a caller that waits for news: an events
+    /// read once a matching event exists, a message once its owner reported on it.
+    /// Every other answer is ready at once.
+    pub fn is_ready(answer: &QueryAnswer) -> bool {
+        match answer {
+            QueryAnswer::Events { events, .. } => !events.is_empty(),
+            QueryAnswer::Message(message) => message.status != MessageStatus::Sent,
+            _ => true,
+        }
+    }
+
     /// Answers the query from `state` as of `now_ms`.
     pub fn answer(&self, state: &FleetState, now_ms: u64) -> Result<QueryAnswer, RuleViolation> {
         Ok(match self {
@@ -127,6 +143,14 @@ impl Query {
                 QueryAnswer::Sessions(state.sessions.live_sessions(now_ms).cloned().collect())
             }
             Self::Inbox { node } => QueryAnswer::Inbox(state.relay.inbox(node).cloned().collect()),
+            Self::Message { id } => QueryAnswer::Message(Box::new(
+                state
+                    .relay
+                    .messages
+                    .get(id)
+                    .cloned()
+                    .ok_or_else(|| RuleViolation::UnknownMessage { id: id.to_string() })?,
+            )),
             Self::Events {
                 filter,
                 since,

@@ -22,6 +22,10 @@ pub struct FleetApi {
     auth: Arc<Authenticator>,
 }
 
+/// The largest client API message either way: an artifact at its 4 MiB limit, in
+/// base64 inside JSON, with room to spare. Every client of the API uses it too.
+pub const API_MESSAGE_MAX_BYTES: usize = 8 * 1024 * 1024;
+
 impl FleetApi {
     /// The service for `node`.
     pub fn new(node: Arc<FleetNode>, auth: Arc<Authenticator>) -> Self {
@@ -30,7 +34,9 @@ impl FleetApi {
 
     /// The tonic server to add to the node's router.
     pub fn into_server(self) -> FleetServer<Self> {
-        FleetServer::new(self).max_decoding_message_size(8 * 1024 * 1024)
+        FleetServer::new(self)
+            .max_decoding_message_size(API_MESSAGE_MAX_BYTES)
+            .max_encoding_message_size(API_MESSAGE_MAX_BYTES)
     }
 
     fn actor<T>(
@@ -122,15 +128,19 @@ impl Fleet for FleetApi {
         let body = request.into_inner();
         let query: Query = serde_json::from_str(&body.query_json)
             .map_err(|e| ApiError::BadRequest(format!("query_json is not a fleet query: {e}")))?;
-        let (answer, applied_index) = self
+        let wait = Duration::from_millis(body.wait_ms);
+        let started = tokio::time::Instant::now();
+        let (mut answer, mut applied_index) = self
             .node
-            .read(
-                &query,
-                body.linearizable,
-                body.min_applied_index,
-                Duration::from_millis(body.wait_ms),
-            )
+            .read(&query, body.linearizable, body.min_applied_index, wait)
             .await?;
+        if body.until_ready && answer.as_ref().is_ok_and(|a| !Query::is_ready(a)) {
+            let left = wait.saturating_sub(started.elapsed());
+            (answer, applied_index) = self
+                .node
+                .read_when_ready(&query, applied_index, left)
+                .await?;
+        }
         Ok(Response::new(wire::ReadReply {
             answer_json: serde_json::to_string(&answer)
                 .map_err(|e| ApiError::Internal(e.to_string()))?,

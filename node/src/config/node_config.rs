@@ -18,6 +18,7 @@ use super::raft_timing::RaftTiming;
 use super::tls_files::TlsFiles;
 use super::transport_mode::TransportMode;
 use crate::agent::AgentConfig;
+use crate::gateway::GatewayConfig;
 use crate::identity::{CaCert, IdentityError, NodeIdentity};
 use crate::notify::{SinkConfig, resolve_all, validate_all};
 use crate::state::{NodeName, RuleViolation};
@@ -28,7 +29,7 @@ pub const ENV_PREFIX: &str = "FLEET_";
 
 /// The top-level keys. Environment variables with the prefix but another first
 /// level (`FLEET_CONFIG`, say, for a launcher) are left alone rather than refused.
-const TOP_LEVEL_KEYS: [&str; 16] = [
+const TOP_LEVEL_KEYS: [&str; 17] = [
     "name",
     "pid_file",
     "fleet",
@@ -45,6 +46,7 @@ const TOP_LEVEL_KEYS: [&str; 16] = [
     "peers",
     "agent",
     "notify",
+    "gateway",
 ];
 
 /// One node's configuration. See `config/beast.toml` for a documented example.
@@ -105,6 +107,9 @@ pub struct NodeConfig {
     /// Use the same sink names on every node: delivery is recorded per name.
     #[serde(default)]
     pub notify: Vec<SinkConfig>,
+    /// Where this node hands messages relayed to its sessions: its agent gateway.
+    #[serde(default)]
+    pub gateway: GatewayConfig,
 }
 
 fn default_data_dir() -> PathBuf {
@@ -159,6 +164,7 @@ impl NodeConfig {
         self.tls.resolve_against(base);
         self.agent.resolve_against(base)?;
         resolve_all(&mut self.notify, base)?;
+        self.gateway.resolve_against(base)?;
         self.auth.read_token_files(base)
     }
 
@@ -195,6 +201,7 @@ impl NodeConfig {
         self.health.validate(self.raft.heartbeat_ms)?;
         self.agent.validate()?;
         validate_all(&self.notify)?;
+        self.gateway.validate()?;
         for (peer, addresses) in &self.peers {
             check_name(&format!("peers.{peer}"), peer)?;
             check_host_port(&format!("peers.{peer}.api"), &addresses.api)?;

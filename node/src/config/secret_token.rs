@@ -1,11 +1,12 @@
 //! `SecretToken`: a bearer token that is compared in constant time and never printed.
 
 use std::fmt;
+use std::path::Path;
 
 use serde::{Deserialize, Deserializer};
 use subtle::ConstantTimeEq;
 
-use super::lenient_string;
+use super::{ConfigError, lenient_string};
 
 /// The placeholder the example configs ship with. A node refuses to start with it.
 pub const TOKEN_PLACEHOLDER: &str = "CHANGE-ME-TO-A-SECRET";
@@ -49,6 +50,28 @@ impl SecretToken {
     /// The token itself, to send it as a bearer token. Do not log it.
     pub fn expose(&self) -> &str {
         &self.0
+    }
+
+    /// Reads the bearer token for another service from `path` (one line); a missing
+    /// or empty file is refused naming `key`, and `what` says whose token belongs in it.
+    pub fn read_bearer_file(
+        key: &'static str,
+        path: &Path,
+        what: &str,
+    ) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::TokenFile {
+            key,
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let token = Self::new(text);
+        if token.is_empty() {
+            return Err(ConfigError::invalid(
+                key,
+                format!("{} is empty; put {what} in it", path.display()),
+            ));
+        }
+        Ok(token)
     }
 }
 

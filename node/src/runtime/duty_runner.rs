@@ -1,5 +1,6 @@
 //! The duty runner: carries out what this node owes the fleet — its agent's inputs,
-//! the notes it must write, the notifications it must deliver as primary.
+//! the notes it must write, the notifications it must deliver as primary, the
+//! messages to hand to its gateway.
 //!
 //! It is level-triggered: after every applied command (and once a second) it reads
 //! [`FleetState::duties_of`](crate::state::FleetState::duties_of) and starts a task
@@ -17,9 +18,11 @@ use std::time::Duration;
 use tokio::task::JoinSet;
 
 use super::fleet_node::{FleetNode, wall_clock_ms};
+use super::message_relay::relay_message;
 use crate::agent::{self, AgentConfig, AgentError, InputRequest};
 use crate::api::error::ApiError;
 use crate::api::query::{Query, QueryAnswer};
+use crate::gateway::GatewayConfig;
 use crate::notify::{self, Attempt, RetryPolicy, SinkConfig};
 use crate::state::outbox::{Notification, NotificationId};
 use crate::state::{Actor, DeliberationId, Duty, Phase, Request, RuleViolation};
@@ -37,10 +40,12 @@ pub struct DutySettings {
     pub sinks: Vec<SinkConfig>,
     /// Backoff between delivery attempts.
     pub retry: RetryPolicy,
+    /// Where messages relayed to this node's sessions go.
+    pub gateway: GatewayConfig,
 }
 
 /// Whether a finished task's duty may be started again if it is still owed.
-enum Finished {
+pub enum Finished {
     /// Done, or given up for this duty (an agent that did not answer abstains).
     Settled,
     /// Failed for a reason that may pass (no quorum, a disk error): try again.
@@ -116,6 +121,9 @@ async fn perform(
                 return Finished::Settled;
             };
             deliver(&node, sink, &settings.retry, &http, notification, epoch).await
+        }
+        Duty::RelayMessage { message } => {
+            relay_message(&node, &settings.gateway, &http, message).await
         }
     }
 }

@@ -50,6 +50,9 @@ pub struct FleetNode {
     pub(crate) forwarder: Forwarder,
     /// A leader that heard from no quorum for this long reports no quorum.
     pub quorum_stale_ms: u64,
+    /// How long a call waits for a leader to emerge (an election, a hand-over to the
+    /// primary) before it reports that there is no quorum.
+    pub leader_wait: Duration,
     /// Which transport each peer's Raft traffic uses right now.
     pub transport_of: Box<dyn Fn(&str) -> &'static str + Send + Sync>,
     /// Cuts the node off from Raft traffic during a failover drill.
@@ -66,6 +69,37 @@ pub fn wall_clock_ms() -> u64 {
 impl FleetNode {
     /// Proposes `request` as `actor`: on the leader with its clock, else forwarded.
     pub async fn propose(&self, actor: Actor, request: Request) -> Result<Committed, ApiError> {
+        let deadline = tokio::time::Instant::now() + self.leader_wait;
+        loop {
+            match self.propose_once(&actor, &request).await {
+                Err(ApiError::NoQuorum(problem))
+                    if !matches!(actor, Actor::Leader(_)) && self.await_leader(deadline).await =>
+                {
+                    tracing::debug!(%problem, "a leader emerged; proposing again");
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Waits until another node is known as the leader, or this one leads, at most
+    /// until `deadline`.
+    async fn await_leader(&self, deadline: tokio::time::Instant) -> bool {
+        let timeout = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let stuck_on_itself = self
+            .leader_peer()
+            .is_some_and(|l| l.name == self.name.as_str());
+        !timeout.is_zero()
+            && !stuck_on_itself
+            && self
+                .raft
+                .wait(Some(timeout))
+                .metrics(|m| m.current_leader.is_some(), "a known leader")
+                .await
+                .is_ok()
+    }
+
+    async fn propose_once(&self, actor: &Actor, request: &Request) -> Result<Committed, ApiError> {
         let command = Command {
             at_ms: wall_clock_ms(),
             actor: actor.clone(),
@@ -88,7 +122,7 @@ impl FleetNode {
                         request.name()
                     ))),
                     Some(leader) if leader.name != self.name.as_str() => {
-                        self.forwarder.write(&leader, &actor, &request).await
+                        self.forwarder.write(&leader, actor, request).await
                     }
                     _ => Err(ApiError::NoQuorum(self.quorum_problem())),
                 }
@@ -107,22 +141,27 @@ impl FleetNode {
         min_applied: u64,
         wait: Duration,
     ) -> Result<(Result<QueryAnswer, RuleViolation>, u64), ApiError> {
+        let leader_deadline = tokio::time::Instant::now() + self.leader_wait;
         if linearizable {
-            match self.raft.ensure_linearizable(ReadPolicy::ReadIndex).await {
-                Ok(_) => {}
-                Err(RaftError::APIError(error)) => {
-                    let leader = self.leader_peer();
-                    return match leader {
+            loop {
+                match self.raft.ensure_linearizable(ReadPolicy::ReadIndex).await {
+                    Ok(_) => break,
+                    Err(RaftError::APIError(error)) => match self.leader_peer() {
                         Some(leader) if leader.name != self.name.as_str() => {
-                            self.forwarder.read(&leader, query, min_applied, wait).await
+                            return self.forwarder.read(&leader, query, min_applied, wait).await;
                         }
-                        _ => Err(ApiError::NoQuorum(format!(
-                            "{error}; {}",
-                            self.quorum_problem()
-                        ))),
-                    };
+                        None if self.await_leader(leader_deadline).await => {}
+                        _ => {
+                            return Err(ApiError::NoQuorum(format!(
+                                "{error}; {}",
+                                self.quorum_problem()
+                            )));
+                        }
+                    },
+                    Err(RaftError::Fatal(fatal)) => {
+                        return Err(ApiError::Internal(fatal.to_string()));
+                    }
                 }
-                Err(RaftError::Fatal(fatal)) => return Err(ApiError::Internal(fatal.to_string())),
             }
         }
         if min_applied > self.state.applied_index() {
@@ -139,6 +178,45 @@ impl FleetNode {
         let now = wall_clock_ms();
         let answer = self.state.read(|state| query.answer(state, now));
         Ok((answer, self.state.applied_index()))
+    }
+
+    /// Answers `query` from this node's state once the answer is ready
+    /// ([`Query::is_ready`]), reading again after every applied command — woken by the
+    /// apply, not by a timer — for at most `wait`; then the answer as it stands.
+    /// Nothing is read before the state reaches `min_applied` (the index a forwarded
+    /// read was answered at, so the answer never goes back in time).
+    pub async fn read_when_ready(
+        &self,
+        query: &Query,
+        min_applied: u64,
+        wait: Duration,
+    ) -> Result<(Result<QueryAnswer, RuleViolation>, u64), ApiError> {
+        let mut applied = self.state.subscribe();
+        let deadline = tokio::time::sleep(wait.min(READ_WAIT_MAX));
+        tokio::pin!(deadline);
+        let mut answer = None;
+        loop {
+            let index = *applied.borrow_and_update();
+            if index >= min_applied {
+                let now = wall_clock_ms();
+                let current = self.state.read(|state| query.answer(state, now));
+                if current.as_ref().is_ok_and(|a| !Query::is_ready(a)) {
+                    answer = Some(current);
+                } else {
+                    return Ok((current, index));
+                }
+            }
+            tokio::select! {
+                () = &mut deadline => break,
+                changed = applied.changed() => if changed.is_err() { return Err(ApiError::ShuttingDown) },
+            }
+        }
+        let index = self.state.applied_index();
+        let answer = answer.unwrap_or_else(|| {
+            let now = wall_clock_ms();
+            self.state.read(|state| query.answer(state, now))
+        });
+        Ok((answer, index))
     }
 
     /// Whether this node is the Raft leader right now.

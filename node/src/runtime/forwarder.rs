@@ -13,6 +13,7 @@ use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 use super::fleet_node::Committed;
 use crate::api::error::ApiError;
 use crate::api::query::{Query, QueryAnswer};
+use crate::api::service::API_MESSAGE_MAX_BYTES;
 use crate::raft::Peer;
 use crate::state::{Actor, Request, RuleViolation};
 
@@ -40,7 +41,7 @@ impl Forwarder {
         let key = (leader.name.clone(), leader.api_addr.clone());
         let mut channels = self.channels.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(channel) = channels.get(&key) {
-            return Ok(FleetClient::new(channel.clone()));
+            return Ok(api_client(channel.clone()));
         }
         let forward_error = |reason: String| ApiError::Forward {
             leader: leader.name.clone(),
@@ -54,7 +55,7 @@ impl Forwarder {
             .timeout(self.timeout)
             .connect_lazy();
         channels.insert(key, channel.clone());
-        Ok(FleetClient::new(channel))
+        Ok(api_client(channel))
     }
 
     /// Forwards a write to `leader`.
@@ -112,6 +113,7 @@ impl Forwarder {
             linearizable: true,
             min_applied_index: min_applied,
             wait_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+            until_ready: false,
         });
         let bound = self.timeout + wait.min(super::fleet_node::READ_WAIT_MAX);
         let reply = tokio::time::timeout(bound, call)
@@ -124,6 +126,13 @@ impl Forwarder {
                 .map_err(|e| forward_error(format!("undecodable reply: {e}")))?;
         Ok((answer, reply.applied_index))
     }
+}
+
+/// A client of the leader's API that takes messages as large as the API allows.
+fn api_client(channel: Channel) -> FleetClient<Channel> {
+    FleetClient::new(channel)
+        .max_decoding_message_size(API_MESSAGE_MAX_BYTES)
+        .max_encoding_message_size(API_MESSAGE_MAX_BYTES)
 }
 
 fn to_json<T: serde::Serialize>(value: &T) -> Result<String, ApiError> {

@@ -7,7 +7,8 @@
 //! - [`driver`]: the leader's ticks that move the state's time on.
 //! - [`effects`]: logs the effects of applied commands.
 //! - [`duty_runner`]: carries out this node's duties read off the state — its agent's
-//!   inputs, notes files, notification deliveries as primary.
+//!   inputs, notes files, notification deliveries as primary, relayed messages.
+//! - [`message_relay`]: hands one relayed message to the local gateway and reports it.
 //! - [`health`]: the leader's health monitor; leadership follows the primary.
 //! - [`start`]: wiring a node from its config: store, Raft, transports, API server.
 
@@ -17,6 +18,7 @@ pub mod effects;
 pub mod fleet_node;
 pub mod forwarder;
 pub mod health;
+pub mod message_relay;
 pub mod start;
 
 pub use fleet_node::FleetNode;

@@ -248,6 +248,7 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
             rpc_timeout * 5,
         ),
         quorum_stale_ms: 2 * config.raft.election_timeout_max_ms,
+        leader_wait: Duration::from_millis(5 * config.raft.election_timeout_max_ms),
         transport_of,
         isolation,
     });
@@ -291,6 +292,7 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
                 agent: config.agent.clone(),
                 sinks: config.notify.clone(),
                 retry: RetryPolicy::default(),
+                gateway: config.gateway.clone(),
             },
         )),
     ];

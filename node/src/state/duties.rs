@@ -14,6 +14,7 @@ use super::fleet_state::FleetState;
 use super::limits::INPUTS_PER_BOT_MAX;
 use super::node_name::NodeName;
 use super::outbox::NotificationId;
+use super::relay::MessageId;
 
 /// One thing a node must still do.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -37,6 +38,9 @@ pub enum Duty {
         sink: String,
         epoch: u64,
     },
+    /// Hand `message`, sent to one of this node's sessions, to the local gateway, and
+    /// report what happened (S1). Owed while it is sent or queued.
+    RelayMessage { message: MessageId },
 }
 
 impl FleetState {
@@ -83,6 +87,9 @@ impl FleetState {
                 }
             }
         }
+        duties.extend(self.relay.inbox(node).map(|message| Duty::RelayMessage {
+            message: message.id,
+        }));
         duties
     }
 }

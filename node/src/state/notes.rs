@@ -162,7 +162,7 @@ fn names<T: ToString>(nodes: &[T]) -> String {
 }
 
 fn duration_text(ms: u64) -> String {
-    if ms % 60_000 == 0 {
+    if ms.is_multiple_of(60_000) {
         let minutes = ms / 60_000;
         format!("{minutes} minute{}", if minutes == 1 { "" } else { "s" })
     } else {

@@ -93,15 +93,15 @@ impl AutoClient {
     ) -> Result<Bytes, TransportError> {
         let start = Instant::now();
         let deadline = start + timeout;
-        if let Route::Grpc { quic_retry_at } = self.route() {
-            if start < quic_retry_at {
-                let result = self.grpc.call(kind, payload, timeout).await;
-                if matches!(result, Err(TransportError::Unreachable { .. })) {
-                    // Neither path may work now (the peer is down); start over with QUIC.
-                    self.set_route(Route::Quic);
-                }
-                return result;
+        if let Route::Grpc { quic_retry_at } = self.route()
+            && start < quic_retry_at
+        {
+            let result = self.grpc.call(kind, payload, timeout).await;
+            if matches!(result, Err(TransportError::Unreachable { .. })) {
+                // Neither path may work now (the peer is down); start over with QUIC.
+                self.set_route(Route::Quic);
             }
+            return result;
         }
         // Half the budget at most for opening a QUIC connection, so a blocked UDP path
         // leaves time to try gRPC within the same call. An open connection is reused
