@@ -872,3 +872,56 @@ fn capabilities_are_published_shown_and_used_to_route_questions() -> Result<()> 
     assert_eq!(route["advice"], "EmergencyBypass", "{route:#}");
     Ok(())
 }
+
+/// The config an agent's machine uses: the local node only, with that node's agent
+/// token (`token_file`). Every call acts as that node and can do no operator's work.
+#[test]
+fn an_agents_fleetctl_config_acts_as_its_node_and_nothing_more() -> Result<()> {
+    let fleet = start_fleet(&[])?;
+    let client_config = fs::read_to_string(fleet.dir().join("fleetctl.toml"))?;
+    let mac_endpoint = client_config
+        .lines()
+        .find_map(|line| line.strip_prefix("mac = "))
+        .context("mac's endpoint in fleetctl.toml")?;
+    let agent_config = fleet.dir().join("mac-agent.toml");
+    fs::write(
+        &agent_config,
+        format!(
+            "fleet = \"home\"\nca_cert = \"ca.pem\"\ntoken_file = \"mac/agent.token\"\n\
+             [endpoints]\nmac = {mac_endpoint}\n"
+        ),
+    )?;
+    let agent = |args: &[&str]| -> Result<Output> {
+        let mut all = vec!["--config", agent_config.to_str().context("a UTF-8 path")?];
+        all.extend_from_slice(args);
+        Ok(
+            std::process::Command::new(fleet_tests::process_fleet::binary("fleetctl"))
+                .args(&all)
+                .output()?,
+        )
+    };
+    let posted = agent(&[
+        "bulletin",
+        "post",
+        "--to",
+        "all",
+        "--subject",
+        "GPU free",
+        "--body",
+        "idle",
+        "-o",
+        "json",
+    ])?;
+    assert!(
+        posted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&posted.stderr)
+    );
+    let item: Value = serde_json::from_slice(&posted.stdout)?;
+    assert_eq!(item["from"], "mac", "{item}");
+    // Archiving is the operator's; the agent token is not the operator.
+    let archive = agent(&["bulletin", "archive", "--before", "2100-01-01"])?;
+    let message = refused(&archive);
+    assert!(message.contains("operator"), "{message}");
+    Ok(())
+}

@@ -16,7 +16,10 @@ pub struct ClientConfig {
     pub fleet: String,
     /// The fleet CA certificate, the only one nodes are checked against.
     pub ca_cert: PathBuf,
-    /// A file holding the operator token.
+    /// A file holding the token every call presents: the operator token, or on an
+    /// agent's machine the node's agent token (then the key may be written
+    /// `token_file`, and every call acts as that node only).
+    #[serde(alias = "token_file")]
     pub operator_token_file: PathBuf,
     /// Each node's API address (`host:port`), by node name.
     pub endpoints: BTreeMap<String, String>,
@@ -38,11 +41,11 @@ impl ClientConfig {
         Ok(config)
     }
 
-    /// The operator token, read from `operator_token_file`.
+    /// The token, read from `operator_token_file`.
     pub fn operator_token(&self) -> anyhow::Result<String> {
         let token = std::fs::read_to_string(&self.operator_token_file).with_context(|| {
             format!(
-                "cannot read the operator token {}",
+                "cannot read the token file {}",
                 self.operator_token_file.display()
             )
         })?;
@@ -74,5 +77,25 @@ impl ClientConfig {
             let _ = writeln!(text, "{node} = {}", quote(address));
         }
         text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_agents_config_names_its_token_file_plainly() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(ClientConfig::FILE_NAME);
+        std::fs::write(dir.path().join("agent.token"), "mac-agent-token\n").unwrap();
+        std::fs::write(
+            &path,
+            "fleet = \"home\"\nca_cert = \"ca.pem\"\ntoken_file = \"agent.token\"\n\
+             [endpoints]\nmac = \"127.0.0.1:7100\"\n",
+        )
+        .unwrap();
+        let config = ClientConfig::load(&path).unwrap();
+        assert_eq!(config.operator_token().unwrap(), "mac-agent-token");
     }
 }
