@@ -436,6 +436,32 @@ fn published_capabilities_route_questions_no_specialty_covers() {
 }
 
 #[test]
+fn a_three_letter_domain_word_routes_but_a_common_one_does_not() {
+    let mut fleet = TestFleet::new();
+    let manifest =
+        "## I Can Do\n- GPU inference\n## I've Learned\n- CUDA\n## I Need From Others\n- disk\n";
+    fleet
+        .run(
+            as_node("mac"),
+            Request::PublishCapabilities {
+                markdown: manifest.into(),
+            },
+        )
+        .unwrap();
+    let route = fleet
+        .state
+        .route("Who should look at the GPU fans?", false)
+        .unwrap();
+    assert_eq!(route.responder, Some(node("mac")), "{}", route.reason);
+    // `who`, `the`, `any`: words every question has route nowhere.
+    let route = fleet
+        .state
+        .route("Who has any idea about the weather?", false)
+        .unwrap();
+    assert_ne!(route.responder, Some(node("mac")), "{}", route.reason);
+}
+
+#[test]
 fn a_cross_domain_question_deliberates_if_positions_conflict() {
     let fleet = TestFleet::new();
     let route = fleet

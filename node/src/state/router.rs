@@ -66,8 +66,13 @@ const URGENT_WORDS: &[&str] = &[
 const STOP_WORDS: &[&str] = &[
     "the", "and", "for", "with", "how", "what", "which", "should", "would", "could", "that",
     "this", "from", "into", "our", "your", "can", "does", "do", "is", "are", "to", "of", "on",
-    "in", "a", "an", "we", "i", "it", "or", "be", "by", "at", "as",
+    "in", "a", "an", "we", "i", "it", "or", "be", "by", "at", "as", "who", "why", "you", "all",
+    "any", "has", "was", "not", "get", "use", "new", "now", "out", "one", "its", "let", "may",
+    "yes", "but",
 ];
+
+/// The shortest word that can name a domain: `gpu`, `dns`, `nas` count.
+const DOMAIN_WORD_LEN_MIN: usize = 3;
 
 /// Routes questions against the fleet's settings and published manifests.
 pub struct Router<'a> {
@@ -113,7 +118,7 @@ impl Router<'_> {
     fn capable(&self, question: &str) -> Option<(NodeName, String)> {
         let words: Vec<String> = words_of(question)
             .iter()
-            .filter(|w| w.len() >= 4 && !STOP_WORDS.contains(&w.as_str()))
+            .filter(|w| w.len() >= DOMAIN_WORD_LEN_MIN && !STOP_WORDS.contains(&w.as_str()))
             .map(|w| stem(w))
             .collect();
         self.settings
