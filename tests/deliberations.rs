@@ -644,6 +644,8 @@ fn an_urgent_question_names_the_responder_instead() -> Result<()> {
         "{route:#}"
     );
     assert_eq!(route["needs_deliberation"], false, "{route:#}");
+    assert_eq!(route["advice"], "emergency_bypass", "{route:#}");
+    assert!(route["tier"].is_u64(), "{route:#}");
     let table = text(&fleet.fleetctl(&[
         "deliberate",
         "The build server is down, restart it?",

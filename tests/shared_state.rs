@@ -869,7 +869,8 @@ fn capabilities_are_published_shown_and_used_to_route_questions() -> Result<()> 
         &["route", "Should we rotate the security keys?", "--urgent"],
     )?;
     assert_eq!(route["needs_deliberation"], false, "{route:#}");
-    assert_eq!(route["advice"], "EmergencyBypass", "{route:#}");
+    assert_eq!(route["advice"], "emergency_bypass", "{route:#}");
+    assert_eq!(route["tier"], 1, "{route:#}");
     Ok(())
 }
 

@@ -18,6 +18,7 @@ use serde::Serialize;
 
 use crate::connection::Connection;
 use crate::output::OutputFormat;
+use crate::route_report::RouteReport;
 
 /// `fleetctl capabilities`: every node's manifest (or one node's), or `publish` one.
 #[derive(Debug, Args)]
@@ -216,17 +217,19 @@ pub async fn run_route(
     let route = route(connection, &args.question, args.urgent)
         .await?
         .map_err(|v| anyhow!(v))?;
-    output.print(&route, |route| {
-        let responder = route
-            .responder
-            .as_ref()
-            .map_or_else(|| "none".to_string(), ToString::to_string);
+    let advice = advice_text(route.advice);
+    output.print(&RouteReport::of(&route), |route| {
+        let responder = route.responder.as_deref().unwrap_or("none");
         println!("responder:   {responder}");
-        println!("deliberate:  {}", advice_text(route.advice));
-        println!("tier:        {}", route.tier.number());
+        println!("deliberate:  {advice}");
+        println!("tier:        {}", route.tier);
         println!("reason:      {}", route.reason);
-        for (node, terms) in &route.specialists {
-            println!("specialist:  {node} ({})", terms.join(", "));
+        for specialist in &route.specialists {
+            println!(
+                "specialist:  {} ({})",
+                specialist.node,
+                specialist.terms.join(", ")
+            );
         }
     })
 }

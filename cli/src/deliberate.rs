@@ -10,10 +10,10 @@
 
 use std::time::Duration;
 
+use crate::route_report::RouteReport;
 use anyhow::{Result, anyhow, bail};
 use clap::Args;
 use fleet_node::api::query::{Query, QueryAnswer};
-use fleet_node::state::router::Route;
 use fleet_node::state::{
     Deliberation, NodeName, OpenDeliberation, Phase, Request, Response, RuleViolation, Tier,
 };
@@ -93,7 +93,9 @@ pub async fn run(
             deliberation,
             repeated,
         } => (*deliberation, repeated),
-        Response::Bypassed { route } => return output.print(&route, print_bypass),
+        Response::Bypassed { route } => {
+            return output.print(&RouteReport::of(&route), print_bypass);
+        }
         other => bail!("unexpected answer to opening a deliberation: {other:?}"),
     };
     if !json && joined {
@@ -165,12 +167,12 @@ fn open_request(args: &DeliberateArgs) -> Result<OpenDeliberation> {
     })
 }
 
-fn print_bypass(route: &Route) {
+fn print_bypass(route: &RouteReport) {
     match &route.responder {
         Some(responder) => println!("urgent: no deliberation; {responder} answers now"),
         None => println!("urgent: no deliberation, but no responder could be named"),
     }
-    println!("  tier:   {}", route.tier.number());
+    println!("  tier:   {}", route.tier);
     println!("  reason: {}", route.reason);
 }
 

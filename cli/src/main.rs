@@ -24,6 +24,7 @@
 //!   operator's decision).
 //! - `deliberations.rs`: `DeliberationReport`, the one shape every deliberation command
 //!   prints; `fleetctl deliberations [show]` and `fleetctl notes`.
+//! - `route_report.rs`: `RouteReport`, a route as printed in JSON (stable words).
 //! - `send.rs`: `fleetctl send` (a message to a session on any machine, with its
 //!   delivery report) and `fleetctl inbox`.
 //! - `sessions.rs`: `fleetctl sessions [publish]`, the agents' sessions of every node.
@@ -54,6 +55,7 @@ mod node_watch;
 mod output;
 mod position;
 mod roles;
+mod route_report;
 mod scripted_agent;
 mod send;
 mod sessions;

@@ -42,6 +42,7 @@ use crate::connection::Connection;
 use crate::deliberate::request_id;
 use crate::deliberations::DeliberationReport;
 use crate::mcp_arguments::*;
+use crate::route_report::RouteReport;
 use crate::send::{REPORT_WAIT, inbox, send_and_wait};
 use crate::sessions::{list_sessions, publish_session};
 use crate::{artifacts, bulletin, capabilities, events, status};
@@ -229,7 +230,9 @@ impl FleetToolServer {
                 report["joined"] = repeated.into();
                 answer(&report)
             }
-            Response::Bypassed { route } => answer(&json!({ "bypassed": true, "route": route })),
+            Response::Bypassed { route } => {
+                answer(&json!({ "bypassed": true, "route": RouteReport::of(&route) }))
+            }
             other => Err(unexpected("opening a deliberation", other)),
         }
     }
@@ -541,7 +544,7 @@ impl FleetToolServer {
     async fn route(&self, Parameters(arguments): Parameters<RouteArguments>) -> ToolResult {
         let route =
             capabilities::route(&self.connection, &arguments.question, arguments.urgent).await??;
-        answer(&route)
+        answer(&RouteReport::of(&route))
     }
 }
 
