@@ -180,3 +180,42 @@ async fn a_message_for_a_gateway_that_is_down_is_queued_then_delivered_when_it_r
     assert_eq!(inbox.as_array().map_or(usize::MAX, Vec::len), 0, "{inbox}");
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_message_for_a_node_that_is_down_is_delivered_when_it_returns() -> Result<()> {
+    let hook = WebhookReceiver::start("127.0.0.1:0".parse()?).await?;
+    let mut fleet = start_fleet(&[("5070", hook.url())]).await?;
+    publish_session(&fleet, "5070", "5070-main").await?;
+    fleet.kill("5070")?;
+
+    // The session is still live (its node has not been silent past the session TTL):
+    // the message is committed, and nobody can report on it yet.
+    let output = fleet.fleetctl(&[
+        "--node",
+        "beast",
+        "send",
+        "--to",
+        "5070-main",
+        "back up the photos",
+        "--wait-secs",
+        "2",
+        "-o",
+        "json",
+    ])?;
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout)?;
+    assert_eq!(report["status"], "sent", "{report}");
+    let id = message_id(&report)?;
+    assert!(hook.received().is_empty());
+
+    fleet.start("5070")?;
+    wait_for_message(&fleet, "beast", id, |s| *s == MessageStatus::Delivered).await?;
+    let received = hook.received();
+    assert_eq!(received.len(), 1, "{received:?}");
+    assert_eq!(received[0].json().unwrap()["message"], "back up the photos");
+    Ok(())
+}
