@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use fleet_node::state::limits::{INPUTS_PER_BOT_MAX, PHASE_MS_MAX, PHASE_MS_MIN};
 use fleet_node::state::{Actor, RuleViolation};
+use fleet_tests::process_fleet::refused;
 use fleet_tests::running_fleetctl::Finished;
 use fleet_tests::{ProcessFleet, RunningFleetctl};
 use serde_json::Value;
@@ -36,22 +37,6 @@ const REPORT_KEYS: [&str; 12] = [
     "abstentions",
     "joined",
 ];
-
-/// Three nodes, bootstrapped, with every member's health committed, so every
-/// participant is expected to speak in every round.
-fn start_fleet() -> Result<ProcessFleet> {
-    let mut fleet = ProcessFleet::init(&NODES)?;
-    fleet.start_all()?;
-    fleet.bootstrap("beast")?;
-    fleet.wait_for_status("beast primary", BOUND, |s| {
-        s["quorum"] == true && s["primary"] == "beast"
-    })?;
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?
-        .block_on(fleet.wait_until_all_healthy("beast", BOUND))?;
-    Ok(fleet)
-}
 
 /// `fleetctl deliberate … --detach -o json` for a tier-1 question with options A and
 /// B among all three nodes; `extra` adds or overrides flags.
@@ -122,18 +107,6 @@ fn accepted(
     Ok(serde_json::from_slice(&output.stdout)?)
 }
 
-/// A command that must fail with exit code 1; returns its stderr.
-fn refused(output: &Output) -> String {
-    assert_eq!(
-        output.status.code(),
-        Some(1),
-        "expected a refusal; stdout: {}; stderr: {}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
 fn show(fleet: &ProcessFleet, id: &str) -> Result<Value> {
     fleet.fleetctl_json(&["deliberations", "show", id])
 }
@@ -167,7 +140,7 @@ fn text(output: &Output) -> String {
 /// opener of the same topic joins the first, and the notes are replicated.
 #[test]
 fn agreement_in_both_rounds_is_decided_by_consensus() -> Result<()> {
-    let fleet = start_fleet()?;
+    let fleet = ProcessFleet::start_all_healthy(&NODES, BOUND)?;
     let topic = "Which queue should the build farm use?";
     let opened = open(&fleet, topic, &["--round-secs", "60"])?;
     let id = opened["id"].as_str().context("an id")?.to_string();
@@ -270,7 +243,7 @@ fn agreement_in_both_rounds_is_decided_by_consensus() -> Result<()> {
 /// decides, and beast's *final* stance (not its first) is the decision.
 #[test]
 fn without_consensus_beast_decides_with_its_final_stance() -> Result<()> {
-    let fleet = start_fleet()?;
+    let fleet = ProcessFleet::start_all_healthy(&NODES, BOUND)?;
     let opened = open(&fleet, "Where should the backups live?", &[])?;
     let id = opened["id"].as_str().context("an id")?.to_string();
     for (node, stance) in [("beast", "B"), ("5070", "B"), ("mac", "A")] {
@@ -299,7 +272,7 @@ fn without_consensus_beast_decides_with_its_final_stance() -> Result<()> {
 /// notes of an undecided deliberation are not there yet.
 #[test]
 fn a_fourth_input_is_refused_by_name() -> Result<()> {
-    let fleet = start_fleet()?;
+    let fleet = ProcessFleet::start_all_healthy(&NODES, BOUND)?;
     let opened = open(&fleet, "Should we pin the compiler version?", &[])?;
     let id = opened["id"].as_str().context("an id")?.to_string();
     // The others stay silent, so round 1 stays open while beast speaks three times.
@@ -332,7 +305,7 @@ fn a_fourth_input_is_refused_by_name() -> Result<()> {
 /// override, and the operator's override ends the deliberation at once.
 #[test]
 fn the_operator_overrides_but_cannot_give_a_position() -> Result<()> {
-    let fleet = start_fleet()?;
+    let fleet = ProcessFleet::start_all_healthy(&NODES, BOUND)?;
     let opened = open(&fleet, "Should the fleet adopt the new log format?", &[])?;
     let id = opened["id"].as_str().context("an id")?.to_string();
 
@@ -390,7 +363,7 @@ fn the_operator_overrides_but_cannot_give_a_position() -> Result<()> {
 /// nobody speaking, the deliberation lapses, followed live to the end.
 #[test]
 fn a_silent_bot_abstains_when_the_phase_deadline_passes() -> Result<()> {
-    let fleet = start_fleet()?;
+    let fleet = ProcessFleet::start_all_healthy(&NODES, BOUND)?;
     let opened = open(
         &fleet,
         "Which mirror should the packages come from?",
@@ -474,7 +447,7 @@ fn a_silent_bot_abstains_when_the_phase_deadline_passes() -> Result<()> {
 /// `-o json` it prints exactly one object, at the end.
 #[test]
 fn deliberate_follows_live_until_the_decision() -> Result<()> {
-    let fleet = start_fleet()?;
+    let fleet = ProcessFleet::start_all_healthy(&NODES, BOUND)?;
     let topic = "Should the GPU box run the nightly evals?";
     let mut follower = RunningFleetctl::spawn(
         &fleet,
@@ -631,7 +604,7 @@ fn deliberate_follows_live_until_the_decision() -> Result<()> {
 /// An urgent question skips deliberation: the responder is named, nothing is opened.
 #[test]
 fn an_urgent_question_names_the_responder_instead() -> Result<()> {
-    let fleet = start_fleet()?;
+    let fleet = ProcessFleet::start_all_healthy(&NODES, BOUND)?;
     let route = fleet.fleetctl_json(&[
         "deliberate",
         "The build server is down, restart it?",

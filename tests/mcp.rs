@@ -47,18 +47,6 @@ const TOOLS: [&str; 20] = [
     "route",
 ];
 
-/// Three nodes, bootstrapped, with every member's health committed.
-fn start_fleet() -> Result<ProcessFleet> {
-    let mut fleet = ProcessFleet::init(&NODES)?;
-    fleet.start_all()?;
-    fleet.bootstrap("beast")?;
-    fleet.wait_for_status("beast primary", BOUND, |s| {
-        s["quorum"] == true && s["primary"] == "beast"
-    })?;
-    runtime()?.block_on(fleet.wait_until_all_healthy("beast", BOUND))?;
-    Ok(fleet)
-}
-
 fn runtime() -> Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -190,7 +178,7 @@ fn text_json(result: &Value) -> Result<Value> {
 
 #[test]
 fn an_agent_gateway_lists_the_tools_and_acts_as_its_node() -> Result<()> {
-    let fleet = start_fleet()?;
+    let fleet = ProcessFleet::start_all_healthy(&NODES, BOUND)?;
     let mut mcp = McpProcess::spawn(&fleet, "beast")?;
 
     let initialized = mcp.request(

@@ -18,6 +18,7 @@ use fleet_node::state::artifacts::sha256_hex;
 use fleet_node::state::event_log::{EventStatus, NewEvent};
 use fleet_node::state::limits::{ARTIFACT_BYTES_MAX, BODY_BYTES_MAX};
 use fleet_node::state::{Request, RuleViolation};
+use fleet_tests::process_fleet::refused;
 use fleet_tests::running_fleetctl::Finished;
 use fleet_tests::{ProcessFleet, RunningFleetctl};
 use serde_json::Value;
@@ -73,18 +74,6 @@ fn run(fleet: &ProcessFleet, node: Option<&str>, args: &[&str]) -> Result<Output
     }
     all.extend_from_slice(args);
     fleet.fleetctl(&all)
-}
-
-/// A command that must fail with exit code 1; returns its stderr.
-fn refused(output: &Output) -> String {
-    assert_eq!(
-        output.status.code(),
-        Some(1),
-        "expected a refusal; stdout: {}; stderr: {}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 fn stdout(output: &Output) -> String {

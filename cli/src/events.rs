@@ -20,7 +20,8 @@ use fleet_node::runtime::fleet_node::READ_WAIT_MAX;
 use fleet_node::state::event_log::{Event, EventFilter, EventStatus, NewEvent};
 use fleet_node::state::limits::BODY_BYTES_MAX;
 use fleet_node::state::{Request, Response, RuleViolation};
-use serde::Serialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use crate::connection::Connection;
 use crate::deliberate::request_id;
@@ -115,8 +116,12 @@ pub struct AppendArgs {
     pub request_id: Option<String>,
 }
 
-/// The filters `list` and `wait` share; an absent filter matches everything.
-#[derive(Debug, Args)]
+/// The filters `list` and `wait` share, on the command line and as the MCP tools'
+/// `filter` argument; an absent filter matches everything.
+#[derive(Debug, Default, Args, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+// Inline in each tool's schema: some gateways' models do not follow `$ref`.
+#[schemars(inline)]
 pub struct FilterArgs {
     /// Only events of this type.
     #[arg(long = "type", value_name = "TYPE")]

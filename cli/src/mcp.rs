@@ -363,7 +363,7 @@ impl FleetToolServer {
     ) -> ToolResult {
         let page = events::list_events(
             &self.connection,
-            &arguments.filter.into_filter(),
+            &arguments.filter.to_filter(),
             arguments.since,
             arguments.limit.unwrap_or(events::LIST_LIMIT_DEFAULT),
         )
@@ -385,7 +385,7 @@ impl FleetToolServer {
             .min(READ_WAIT_MAX);
         let page = events::wait_for_events(
             &self.connection,
-            &arguments.filter.into_filter(),
+            &arguments.filter.to_filter(),
             arguments.since,
             arguments.limit.unwrap_or(events::LIST_LIMIT_DEFAULT),
             wait,

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use fleet_node::state::event_log::EventFilter;
+use crate::events::FilterArgs;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -95,40 +95,6 @@ pub struct InboxArguments {
     pub session: Option<String>,
 }
 
-/// Which events to read; every field left out matches everything.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-// Inline in each tool's schema: some gateways' models do not follow `$ref`.
-#[schemars(inline)]
-pub struct EventFilterArguments {
-    /// The event type, e.g. `task.request`.
-    pub event_type: Option<String>,
-    /// The stream, e.g. `project/x`.
-    pub stream: Option<String>,
-    /// The room.
-    pub room: Option<String>,
-    /// Events addressed to this name, and broadcasts to `*`.
-    pub to: Option<String>,
-    /// Events by this author.
-    pub from: Option<String>,
-    /// Events with this correlation id.
-    pub correlation_id: Option<String>,
-}
-
-impl EventFilterArguments {
-    /// The fleet's filter with these fields.
-    pub fn into_filter(self) -> EventFilter {
-        EventFilter {
-            event_type: self.event_type,
-            stream: self.stream,
-            room: self.room,
-            to: self.to,
-            from: self.from,
-            correlation_id: self.correlation_id,
-        }
-    }
-}
-
 /// `events_append`: a new event in the fleet's event log.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -159,7 +125,7 @@ pub struct EventsAppendArguments {
 pub struct EventsListArguments {
     /// Which events (default: all).
     #[serde(default)]
-    pub filter: EventFilterArguments,
+    pub filter: FilterArgs,
     /// The cursor: only events with a greater id (default 0, from the start).
     #[serde(default)]
     pub since: u64,
@@ -173,7 +139,7 @@ pub struct EventsListArguments {
 pub struct EventsWaitArguments {
     /// Which events (default: all).
     #[serde(default)]
-    pub filter: EventFilterArguments,
+    pub filter: FilterArgs,
     /// The cursor: wait for events with a greater id, usually the `next_since` of the
     /// previous read (default: the newest event now, so only new events).
     pub since: Option<u64>,

@@ -38,6 +38,21 @@ pub fn binary(name: &str) -> PathBuf {
     path
 }
 
+/// The stderr of a `fleetctl` command that must have been refused (exit code 1).
+///
+/// # Panics
+/// If it exited otherwise: the test fails there, showing what it printed.
+pub fn refused(output: &Output) -> String {
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "expected a refusal; stdout: {}; stderr: {}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
 /// `fleetctl status -o json` for the fleet whose `fleetctl.toml` is in `dir`, whatever
 /// its exit code (it exits 1 without a quorum).
 pub fn status_of(dir: &Path) -> Result<serde_json::Value> {
@@ -316,6 +331,23 @@ impl ProcessFleet {
         check: impl Fn(&serde_json::Value) -> bool,
     ) -> Result<serde_json::Value> {
         wait_for_status_of(self.dir(), what, timeout, check)
+    }
+
+    /// `nodes` started and bootstrapped through Beast, with Beast primary and every
+    /// member's health committed, so every participant is expected to speak in every
+    /// round. For tests that do not run in a tokio runtime themselves.
+    pub fn start_all_healthy(nodes: &[&str], timeout: Duration) -> Result<Self> {
+        let mut fleet = Self::init(nodes)?;
+        fleet.start_all()?;
+        fleet.bootstrap("beast")?;
+        fleet.wait_for_status("beast primary", timeout, |s| {
+            s["quorum"] == true && s["primary"] == "beast"
+        })?;
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+            .block_on(fleet.wait_until_all_healthy("beast", timeout))?;
+        Ok(fleet)
     }
 
     /// Waits until the leader has committed every member as healthy (the state, not

@@ -79,7 +79,7 @@ pub async fn post_message(
             reason: format!("{gateway} is not reachable (connection refused or no route)"),
         },
         Err(error) => HookOutcome::Unreachable {
-            reason: format!("{gateway}: {}", without_url(error)),
+            reason: format!("{gateway}: {}", error.without_url()),
         },
         Ok(response) => {
             let status = response.status();
@@ -100,8 +100,4 @@ pub async fn post_message(
             }
         }
     }
-}
-
-fn without_url(error: reqwest::Error) -> String {
-    error.without_url().to_string()
 }

@@ -175,9 +175,7 @@ impl FleetNode {
                 }
             }
         }
-        let now = wall_clock_ms();
-        let answer = self.state.read(|state| query.answer(state, now));
-        Ok((answer, self.state.applied_index()))
+        Ok((self.answer_now(query), self.state.applied_index()))
     }
 
     /// Answers `query` from this node's state once the answer is ready
@@ -194,29 +192,26 @@ impl FleetNode {
         let mut applied = self.state.subscribe();
         let deadline = tokio::time::sleep(wait.min(READ_WAIT_MAX));
         tokio::pin!(deadline);
-        let mut answer = None;
         loop {
             let index = *applied.borrow_and_update();
             if index >= min_applied {
-                let now = wall_clock_ms();
-                let current = self.state.read(|state| query.answer(state, now));
-                if current.as_ref().is_ok_and(|a| !Query::is_ready(a)) {
-                    answer = Some(current);
-                } else {
-                    return Ok((current, index));
+                // A refusal is final; an answer that is not ready waits for the next apply.
+                let answer = self.answer_now(query);
+                if answer.as_ref().map_or(true, Query::is_ready) {
+                    return Ok((answer, index));
                 }
             }
             tokio::select! {
-                () = &mut deadline => break,
+                () = &mut deadline => return Ok((self.answer_now(query), self.state.applied_index())),
                 changed = applied.changed() => if changed.is_err() { return Err(ApiError::ShuttingDown) },
             }
         }
-        let index = self.state.applied_index();
-        let answer = answer.unwrap_or_else(|| {
-            let now = wall_clock_ms();
-            self.state.read(|state| query.answer(state, now))
-        });
-        Ok((answer, index))
+    }
+
+    /// `query` answered from this node's state as it is, at this node's clock.
+    fn answer_now(&self, query: &Query) -> Result<QueryAnswer, RuleViolation> {
+        let now = wall_clock_ms();
+        self.state.read(|state| query.answer(state, now))
     }
 
     /// Whether this node is the Raft leader right now.
