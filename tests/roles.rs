@@ -1,7 +1,8 @@
 //! Roles follow health (SPEC R1–R3) with real `fleetd` processes: the primary and the
 //! note-taker move down their chains when Beast is killed, return to it — once —
 //! after it restarts and the failback hold has passed, and with two of three nodes
-//! down the fleet says it has no quorum and nobody claims to be primary.
+//! down the fleet says it has no quorum and nobody claims to be primary. When the
+//! leader dies, its successor in the hierarchy wins the first election.
 
 use std::time::Duration;
 
@@ -64,6 +65,50 @@ fn roles_fail_over_down_their_chains_and_return_to_beast() -> Result<()> {
         settled["epoch"], back["epoch"],
         "roles changed again: {settled}"
     );
+    Ok(())
+}
+
+/// The successor (5070) campaigns as soon as Beast's lease has run out on it (2 s
+/// here). Mac's timers are set so that, by openraft's randomized timer alone, Mac
+/// would campaign first (its lease of 1.6 s plus 1.5–1.6 s, against 5070's 2 s plus
+/// 1.5–2 s): only the successor's fast campaign lets 5070 win, and it has a second to
+/// spare. So the first leader after Beast is 5070, one term later.
+#[test]
+fn the_successor_wins_the_first_election_after_the_leader_dies() -> Result<()> {
+    let timers = |min: &str, max: &str| {
+        vec![
+            (
+                "FLEET_RAFT__ELECTION_TIMEOUT_MIN_MS".to_string(),
+                min.to_string(),
+            ),
+            (
+                "FLEET_RAFT__ELECTION_TIMEOUT_MAX_MS".to_string(),
+                max.to_string(),
+            ),
+        ]
+    };
+    let mut fleet = ProcessFleet::init(&NODES)?;
+    fleet.env = timers("1500", "2000");
+    fleet.start("beast")?;
+    fleet.start("5070")?;
+    fleet.env = timers("1500", "1600");
+    fleet.start("mac")?;
+    fleet.bootstrap("beast")?;
+    let before = fleet.wait_for_status("beast leads, everyone healthy", BOUND, |s| {
+        s["leader"] == "beast"
+            && has_roles("beast", "beast")(s)
+            && s["members"]
+                .as_array()
+                .is_some_and(|m| m.iter().all(|m| m["healthy"] == true))
+    })?;
+    let term = before["term"].as_u64().unwrap_or_default();
+
+    fleet.kill("beast")?;
+    let after = fleet.wait_for_status("a new leader", BOUND, |s| {
+        s["leader"] != "beast" && s["leader"] != ""
+    })?;
+    assert_eq!(after["leader"], "5070", "{after}");
+    assert_eq!(after["term"].as_u64(), Some(term + 1), "{after}");
     Ok(())
 }
 

@@ -1,7 +1,7 @@
 //! Failover time of a three-node fleet on loopback with the default config, side by
 //! side with etcd 3.4 (three members on loopback, default settings) in the same run.
 //!
-//! Fleet: `kill -9` of the primary (which is also the Raft leader) → a new primary
+//! Fleet: `kill -9` of the primary once it is also the Raft leader → a new primary
 //! committed and a write accepted by the survivors; then the node restarts and the
 //! time until both roles are back on it is the failback (it includes the fleet's
 //! failback hold, 10 s by default). etcd: `kill -9` of the leader → the first write
@@ -10,8 +10,9 @@
 //! every 10 ms on each survivor; etcd holds such a put until its request timeout, so a
 //! new put is started every 10 ms and the first to succeed counts.
 //!
-//! Run: `make bench-failover` (or `cargo bench --workspace --profile dev --bench
-//! failover` after `cargo build --workspace --all-targets`). `FLEET_BENCH_KILLS` sets
+//! Run: `make bench-failover` (or `cargo bench --workspace --bench failover` after
+//! `cargo build --workspace --release --bins`; with `--profile dev` after `cargo build
+//! --workspace --all-targets` it measures the debug build). `FLEET_BENCH_KILLS` sets
 //! the kills per system (default 20); `FLEET_BENCH_ONLY=fleet|etcd` measures one. Prints a Markdown table for `docs/benchmarks.md`.
 
 use std::time::{Duration, Instant};
@@ -67,9 +68,25 @@ async fn wait_for_roles(fleet: &ProcessFleet, primary: &str, note_taker: &str) -
     bail!("roles did not become {primary}/{note_taker} within {BOUND:?}")
 }
 
+/// Waits until `node` leads (leadership follows the primary a moment after the roles).
+async fn wait_for_leader(fleet: &ProcessFleet, node: &str) -> Result<()> {
+    let deadline = Instant::now() + BOUND;
+    while Instant::now() < deadline {
+        if let Ok(mut client) = fleet.client("5070").await
+            && let Ok(status) = client.status().await
+            && status.leader == node
+        {
+            return Ok(());
+        }
+        tokio::time::sleep(RETRY).await;
+    }
+    bail!("{node} did not lead within {BOUND:?}")
+}
+
 /// One kill of the primary: (failover, failback after restart).
 async fn fleet_round(fleet: &mut ProcessFleet) -> Result<(Duration, Duration)> {
     wait_for_roles(fleet, "beast", "beast").await?;
+    wait_for_leader(fleet, "beast").await?;
     let mut survivors = vec![fleet.client("5070").await?, fleet.client("mac").await?];
     let (_, _, epoch) = roles(&mut survivors[0]).await?;
     fleet.kill("beast")?;

@@ -5,10 +5,17 @@
 //! reply decoded. Transport failures map to the openraft errors that drive its
 //! behaviour: a peer that cannot be reached is `Unreachable` (openraft backs off), a
 //! reply that did not come in time is a `Timeout`, anything else a `Network` error.
+//!
+//! openraft gives an append one heartbeat interval, which is plenty for a heartbeat
+//! and a few small entries but not for a large one (an artifact of several MiB): such
+//! a call would time out on every try, and the follower would never catch up. So a
+//! call's time grows with its payload, as if the link carried at least
+//! [`TRANSFER_BYTES_PER_SEC_MIN`].
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use bytes::Bytes;
 use openraft::error::{
@@ -27,6 +34,32 @@ use super::peer::Peer;
 use super::type_config::FleetRaft;
 use super::wire::{SnapshotData, SnapshotEnvelope};
 use crate::transport::{RpcClient, RpcKind, TransportError};
+
+/// The slowest link a large payload is given time for: 1 MiB/s (about 8 Mbit/s).
+pub const TRANSFER_BYTES_PER_SEC_MIN: u64 = 1024 * 1024;
+
+/// How long a call with `payload_bytes` may take: openraft's budget, plus the time the
+/// payload needs at [`TRANSFER_BYTES_PER_SEC_MIN`].
+pub fn call_timeout(openraft_ttl: Duration, payload_bytes: usize) -> Duration {
+    let transfer_ms = (payload_bytes as u64).saturating_mul(1000) / TRANSFER_BYTES_PER_SEC_MIN;
+    openraft_ttl + Duration::from_millis(transfer_ms)
+}
+
+/// Encodes a small request (a vote, a heartbeat) on the caller's task.
+fn encode<Req: Serialize>(request: &Req) -> Result<Vec<u8>, RPCError<FleetRaft>> {
+    serde_json::to_vec(request).map_err(|e| RPCError::Network(NetworkError::new(&e)))
+}
+
+/// Encodes a request that may be large (entries, a snapshot) on the blocking pool, so
+/// that encoding a multi-MiB artifact never holds up the runtime's workers — the
+/// heartbeats and Raft's own task run on them.
+async fn encode_off_runtime<Req: Serialize + Send + 'static>(
+    request: Req,
+) -> Result<Vec<u8>, RPCError<FleetRaft>> {
+    tokio::task::spawn_blocking(move || encode(&request))
+        .await
+        .map_err(|e| RPCError::Network(NetworkError::new(&e)))?
+}
 
 /// Makes the [`RpcClient`] for a peer; the node decides QUIC, gRPC or auto.
 pub trait ClientMaker: Send + Sync + 'static {
@@ -92,26 +125,21 @@ pub struct PeerLink {
 }
 
 impl PeerLink {
-    async fn call<Req, Resp>(
+    async fn call<Resp: DeserializeOwned>(
         &self,
         kind: RpcKind,
-        request: &Req,
+        payload: Vec<u8>,
         option: &RPCOption,
-    ) -> Result<Resp, RPCError<FleetRaft>>
-    where
-        Req: Serialize,
-        Resp: DeserializeOwned,
-    {
-        let payload =
-            serde_json::to_vec(request).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
+    ) -> Result<Resp, RPCError<FleetRaft>> {
         let client = self.client.as_ref().map_err(|reason| {
             self.rpc_error(TransportError::Unreachable {
                 peer: self.peer.clone(),
                 reason: reason.clone(),
             })
         })?;
+        let timeout = call_timeout(option.hard_ttl(), payload.len());
         let reply = client
-            .call(kind, Bytes::from(payload), option.hard_ttl())
+            .call(kind, Bytes::from(payload), timeout)
             .await
             .map_err(|e| self.rpc_error(e))?;
         let decoded: Result<Resp, RaftError<FleetRaft>> =
@@ -136,7 +164,12 @@ impl RaftNetworkV2<FleetRaft> for PeerLink {
         rpc: AppendEntriesRequest<FleetRaft>,
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<FleetRaft>, RPCError<FleetRaft>> {
-        self.call(RpcKind::AppendEntries, &rpc, &option).await
+        let payload = if rpc.entries.is_empty() {
+            encode(&rpc)?
+        } else {
+            encode_off_runtime(rpc).await?
+        };
+        self.call(RpcKind::AppendEntries, payload, &option).await
     }
 
     async fn vote(
@@ -144,7 +177,7 @@ impl RaftNetworkV2<FleetRaft> for PeerLink {
         rpc: VoteRequest<FleetRaft>,
         option: RPCOption,
     ) -> Result<VoteResponse<FleetRaft>, RPCError<FleetRaft>> {
-        self.call(RpcKind::Vote, &rpc, &option).await
+        self.call(RpcKind::Vote, encode(&rpc)?, &option).await
     }
 
     async fn pre_vote(
@@ -152,7 +185,7 @@ impl RaftNetworkV2<FleetRaft> for PeerLink {
         rpc: VoteRequest<FleetRaft>,
         option: RPCOption,
     ) -> Result<VoteResponse<FleetRaft>, RPCError<FleetRaft>> {
-        self.call(RpcKind::PreVote, &rpc, &option).await
+        self.call(RpcKind::PreVote, encode(&rpc)?, &option).await
     }
 
     async fn full_snapshot(
@@ -163,11 +196,11 @@ impl RaftNetworkV2<FleetRaft> for PeerLink {
         option: RPCOption,
     ) -> Result<SnapshotResponse<FleetRaft>, StreamingError<FleetRaft>> {
         let envelope = SnapshotEnvelope::new(vote, snapshot);
-        let call = self.call::<_, SnapshotResponse<FleetRaft>>(
-            RpcKind::InstallSnapshot,
-            &envelope,
-            &option,
-        );
+        let call = async {
+            let payload = encode_off_runtime(envelope).await?;
+            self.call::<SnapshotResponse<FleetRaft>>(RpcKind::InstallSnapshot, payload, &option)
+                .await
+        };
         tokio::select! {
             closed = cancel => Err(StreamingError::Closed(closed)),
             result = call => result.map_err(|e| match e {
@@ -184,6 +217,22 @@ impl RaftNetworkV2<FleetRaft> for PeerLink {
         req: TransferLeaderRequest<FleetRaft>,
         option: RPCOption,
     ) -> Result<TransferLeaderResponse<FleetRaft>, RPCError<FleetRaft>> {
-        self.call(RpcKind::TransferLeader, &req, &option).await
+        self.call(RpcKind::TransferLeader, encode(&req)?, &option)
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_gets_openraft_budget_plus_time_for_its_payload() {
+        let heartbeat = Duration::from_millis(100);
+        assert_eq!(call_timeout(heartbeat, 200), heartbeat);
+        assert_eq!(
+            call_timeout(heartbeat, 4 * 1024 * 1024),
+            Duration::from_millis(4_100)
+        );
     }
 }

@@ -10,6 +10,7 @@
 //!   inputs, notes files, notification deliveries as primary, relayed messages.
 //! - [`message_relay`]: hands one relayed message to the local gateway and reports it.
 //! - [`health`]: the leader's health monitor; leadership follows the primary.
+//! - [`succession`]: the successor stands as soon as a silent leader's lease ends.
 //! - [`start`]: wiring a node from its config: store, Raft, transports, API server.
 
 pub mod driver;
@@ -20,6 +21,7 @@ pub mod forwarder;
 pub mod health;
 pub mod message_relay;
 pub mod start;
+pub mod succession;
 
 pub use fleet_node::FleetNode;
 pub use start::{RunningNode, start};

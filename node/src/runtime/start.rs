@@ -21,6 +21,7 @@ use super::effects::run_effects;
 use super::fleet_node::FleetNode;
 use super::forwarder::Forwarder;
 use super::health::{HealthSettings, run_health_monitor};
+use super::succession::{SuccessionSettings, run_succession};
 use crate::api::auth::Authenticator;
 use crate::api::service::FleetApi;
 use crate::config::{NodeConfig, TransportMode};
@@ -28,7 +29,7 @@ use crate::identity::{IdentityError, tls};
 use crate::notify::RetryPolicy;
 use crate::raft::network::{ClientMaker, FleetNetwork};
 use crate::raft::rpc_handler::RaftRpcHandler;
-use crate::raft::{Peer, node_id};
+use crate::raft::{LeaderContact, Peer, node_id};
 use crate::state::NodeName;
 use crate::store::open_store;
 use crate::transport::{
@@ -161,6 +162,9 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
         snapshot_policy: SnapshotPolicy::LogsSinceLast(config.raft.snapshot_every_logs),
         max_in_snapshot_log_to_keep: config.raft.logs_kept_after_snapshot,
         enable_pre_vote: Some(true),
+        // Replicate entries as soon as they are written here, while this node's own
+        // fsync still runs: the leader's and the followers' disks work in parallel.
+        broadcast_submitted_on_append: Some(true),
         ..Default::default()
     }
     .validate()
@@ -194,7 +198,8 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
     .await
     .map_err(|e| StartError::Raft(e.to_string()))?;
 
-    let handler = isolation.handler(Arc::new(RaftRpcHandler::new(raft.clone())));
+    let contact = LeaderContact::default();
+    let handler = isolation.handler(Arc::new(RaftRpcHandler::new(raft.clone(), contact.clone())));
     let raft_server_tls = tls::raft_server_config(&me, &ca).map_err(identity_error)?;
     let quic_server = QuicServer::bind(
         config.raft_listen,
@@ -284,6 +289,14 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
                 interval: Duration::from_millis(config.health.check_every_ms),
                 unhealthy_after: Duration::from_millis(config.health.unhealthy_after_ms),
             },
+        )),
+        tokio::spawn(run_succession(
+            node.clone(),
+            contact,
+            SuccessionSettings::from_timers(
+                config.raft.heartbeat_ms,
+                config.raft.election_timeout_max_ms,
+            ),
         )),
         tokio::spawn(run_effects(name, effects_rx)),
         tokio::spawn(run_duties(

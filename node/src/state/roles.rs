@@ -108,6 +108,20 @@ impl Roles {
         self.note_taker.as_ref().map(|h| &h.node)
     }
 
+    /// Who stands first if `leader` is lost: the highest node of the hierarchy, other
+    /// than `leader`, that is committed healthy. This is also the node that would become
+    /// primary, so a leadership that lands there needs no hand-over afterwards.
+    pub fn successor<'a>(
+        &self,
+        settings: &'a FleetSettings,
+        leader: &NodeName,
+    ) -> Option<&'a NodeName> {
+        settings
+            .hierarchy
+            .iter()
+            .find(|node| *node != leader && self.is_healthy(node))
+    }
+
     /// Marks `node` healthy or not at `now`; returns whether anything changed.
     pub fn set_health(&mut self, node: &NodeName, healthy: bool, now: u64) -> bool {
         match self.health.get_mut(node) {
@@ -285,6 +299,30 @@ mod tests {
         assert_eq!(change.primary, Some(node("5070")));
         assert_eq!(change.note_taker, Some(node("mac")));
         assert_eq!(change.epoch, 2);
+    }
+
+    #[test]
+    fn the_successor_is_the_highest_healthy_member_other_than_the_leader() {
+        let settings = fleet(0);
+        let mut roles = Roles::default();
+        roles.report_health(settings.members(), &healthy(&["beast", "5070", "mac"]), 0);
+        assert_eq!(
+            roles.successor(&settings, &node("beast")),
+            Some(&node("5070"))
+        );
+        assert_eq!(
+            roles.successor(&settings, &node("mac")),
+            Some(&node("beast"))
+        );
+
+        roles.report_health(settings.members(), &healthy(&["beast", "mac"]), 10);
+        assert_eq!(
+            roles.successor(&settings, &node("beast")),
+            Some(&node("mac"))
+        );
+
+        roles.report_health(settings.members(), &healthy(&["beast"]), 20);
+        assert_eq!(roles.successor(&settings, &node("beast")), None);
     }
 
     #[test]

@@ -1,11 +1,13 @@
 //! The RocksDB database under a node's store: its column families, how it is opened,
-//! and the few helpers both stores use (typed reads, synced writes off the async
-//! runtime).
+//! and the few helpers both stores use (typed reads, synced and unsynced writes,
+//! blocking work off the async runtime).
 //!
 //! One database holds everything, so a write that touches two column families (a
 //! purge records the purge point and deletes the entries) is one atomic `WriteBatch`.
-//! Every write that Raft's safety depends on goes through [`write_synced`], which
-//! fsyncs RocksDB's write-ahead log before it returns.
+//! Every write that Raft's safety depends on is durable before Raft counts on it:
+//! votes, truncations, purges and snapshots go through [`write_synced`], which fsyncs
+//! RocksDB's write-ahead log before it returns; appended entries are written with
+//! [`write_unsynced`] and reported durable by the `WalSyncer` after its fsync.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -104,6 +106,23 @@ pub(crate) fn write_synced(
             what: what(),
             source,
         })
+}
+
+/// Writes `batch` into RocksDB's memtable and write-ahead log without an fsync: the
+/// write is readable at once and survives `kill -9` (it is in the kernel's page cache),
+/// and the next fsync of the log (any synced write, or the `WalSyncer`) makes it
+/// survive power loss too. Fast enough (no disk wait) to run on the async runtime.
+pub(crate) fn write_unsynced(
+    db: &DB,
+    batch: WriteBatch,
+    column_families: &'static str,
+    what: impl FnOnce() -> String,
+) -> Result<(), StoreError> {
+    db.write(batch).map_err(|source| StoreError::Write {
+        column_families,
+        what: what(),
+        source,
+    })
 }
 
 /// Runs a blocking RocksDB operation (an fsync takes milliseconds) on tokio's blocking

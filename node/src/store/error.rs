@@ -49,7 +49,7 @@ pub enum StoreError {
         source: rocksdb::Error,
     },
 
-    /// A synced write to RocksDB failed; the operation did not happen.
+    /// A write to RocksDB failed; the operation did not happen.
     #[error("cannot write {what} (column families {column_families}): {source}")]
     Write {
         column_families: &'static str,
@@ -87,6 +87,18 @@ pub enum StoreError {
         what: String,
         #[source]
         source: RuleViolation,
+    },
+
+    /// The log writer could not write or sync what it was given.
+    #[error("the log writer: {reason}")]
+    LogWriter { reason: String },
+
+    /// A thread of the store could not be started.
+    #[error("cannot start {what}: {source}")]
+    Thread {
+        what: &'static str,
+        #[source]
+        source: io::Error,
     },
 
     /// The blocking task that performed a RocksDB write panicked or was cancelled.

@@ -2,16 +2,29 @@
 //! `RaftLogReader`.
 //!
 //! Raft's safety rests on what a node has acknowledged: an appended entry or a granted
-//! vote must still be there after a crash. So every write here (append, vote,
-//! truncate, purge, committed) is a `WriteBatch` written with `sync = true`, and an
-//! append's `IOFlushed` callback is only invoked after that synced write returned.
-//! (openraft's own 0.9 RocksDB example writes without syncing; this store does not
-//! copy it.)
+//! vote must still be there after a crash. A vote or purge is a `WriteBatch` written
+//! with `sync = true` before the call returns. An append does no I/O on the caller's
+//! task: its entries go to [`Unwritten`] (readable from there the moment `append`
+//! returns, as openraft requires) and to the [`LogWriter`] thread, which writes them
+//! and completes their `IOFlushed` callback — what lets Raft count them as durable
+//! here — only after an fsync that covers them. A truncation goes through the same
+//! thread, after the appends queued before it. So Raft keeps working while entries
+//! are encoded and the disk syncs, and concurrent appends share one fsync.
+//! (openraft's own 0.9 RocksDB example writes without syncing at all; this store
+//! does not copy it.)
+//!
+//! The committed log id is written without waiting for the disk: it survives
+//! `kill -9` at once (like every write, it is in the kernel's page cache) and the
+//! writer fsyncs it moments later; only a power loss in between can make a restarted
+//! node re-apply a little less before its leader tells it the commit index again.
 //!
 //! Layout: column family `log` maps the big-endian index to the JSON entry; column
 //! family `meta` holds `vote`, `committed` and `last_purged` as JSON. A purge records
 //! the purge point and deletes the entries in one batch, so the log never shows a hole
 //! nor loses its purge point.
+//!
+//! [`Unwritten`]: super::unwritten::Unwritten
+//! [`LogWriter`]: super::log_writer::LogWriter
 
 use std::fmt::Debug;
 use std::io;
@@ -24,9 +37,11 @@ use openraft::type_config::alias::{EntryOf, LogIdOf, VoteOf};
 use rocksdb::{DB, Direction, IteratorMode, WriteBatch};
 
 use super::database::{
-    CF_LOG, CF_META, column_family, read_json, run_blocking, to_json, write_synced,
+    CF_LOG, CF_META, column_family, read_json, run_blocking, to_json, write_synced, write_unsynced,
 };
 use super::error::StoreError;
+use super::log_writer::LogWriter;
+use super::unwritten::Unwritten;
 use crate::raft::FleetRaft;
 
 type Entry = EntryOf<FleetRaft>;
@@ -43,16 +58,24 @@ pub const ENTRIES_PER_READ_MAX: usize = 1_024;
 
 /// The Raft log, vote, committed and purge records of one node.
 ///
-/// Cloning is cheap (an `Arc` of the database); a clone is the log reader that
-/// openraft's replication tasks use, and it sees every entry the store appended.
+/// Cloning is cheap (shared handles); a clone is the log reader that openraft's
+/// replication tasks use, and it sees every entry the store appended.
 #[derive(Clone)]
 pub struct LogStore {
     db: Arc<DB>,
+    unwritten: Unwritten,
+    writer: LogWriter,
 }
 
 impl LogStore {
-    pub(crate) fn new(db: Arc<DB>) -> Self {
-        Self { db }
+    pub(crate) fn new(db: Arc<DB>) -> Result<Self, StoreError> {
+        let unwritten = Unwritten::default();
+        let writer = LogWriter::start(&db, unwritten.clone())?;
+        Ok(Self {
+            db,
+            unwritten,
+            writer,
+        })
     }
 
     /// The entries with an index in `range`, at most `limit` of them, in index order.
@@ -77,12 +100,41 @@ impl LogStore {
             Bound::Excluded(&end) => Some(end),
             Bound::Unbounded => None,
         };
+        // Unwritten first: whatever it no longer holds below its lowest index is in
+        // RocksDB by then (see `Unwritten`).
+        let (unwritten_from, unwritten) = self.unwritten.read(start, end_exclusive, limit);
+        let written_end = match (end_exclusive, unwritten_from) {
+            (Some(end), Some(from)) => Some(end.min(from)),
+            (end, from) => end.or(from),
+        };
+        let mut entries = self.read_written(start, written_end, limit)?;
+        for entry in unwritten {
+            if entries.len() >= limit {
+                break;
+            }
+            push_contiguous(&mut entries, entry)?;
+        }
+        Ok(entries)
+    }
+
+    /// The entries RocksDB holds from `start` up to `end_exclusive`, at most `limit`.
+    /// Reads through one RocksDB iterator, which sees one consistent version of the
+    /// log even while the writer goes on.
+    fn read_written(
+        &self,
+        start: u64,
+        end_exclusive: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<Entry>, StoreError> {
+        let mut entries: Vec<Entry> = Vec::new();
+        if end_exclusive.is_some_and(|end| end <= start) {
+            return Ok(entries);
+        }
         let family = column_family(&self.db, CF_LOG)?;
         let start_key = start.to_be_bytes();
         let iterator = self
             .db
             .iterator_cf(family, IteratorMode::From(&start_key, Direction::Forward));
-        let mut entries: Vec<Entry> = Vec::new();
         for item in iterator {
             if entries.len() >= limit {
                 break;
@@ -96,18 +148,7 @@ impl LogStore {
             if end_exclusive.is_some_and(|end| index >= end) {
                 break;
             }
-            let entry = decode_entry(index, &value)?;
-            if let Some(previous) = entries.last() {
-                let expected = previous.log_id.index + 1;
-                if index != expected {
-                    return Err(StoreError::Corrupt {
-                        what: format!(
-                            "the log has a hole: index {expected} is missing before {index}"
-                        ),
-                    });
-                }
-            }
-            entries.push(entry);
+            push_contiguous(&mut entries, decode_entry(index, &value)?)?;
         }
         Ok(entries)
     }
@@ -151,12 +192,34 @@ impl LogStore {
 /// Deletes the entries `first..=last` from the log in `batch`. (RocksDB's range
 /// delete excludes its end key, so the last one is deleted on its own; this also
 /// covers `last == u64::MAX`.)
-fn delete_indexes(batch: &mut WriteBatch, family: &rocksdb::ColumnFamily, first: u64, last: u64) {
+pub(super) fn delete_indexes(
+    batch: &mut WriteBatch,
+    family: &rocksdb::ColumnFamily,
+    first: u64,
+    last: u64,
+) {
     if first > last {
         return;
     }
     batch.delete_range_cf(family, first.to_be_bytes(), last.to_be_bytes());
     batch.delete_cf(family, last.to_be_bytes());
+}
+
+/// Appends `entry` to `entries`, refusing a hole before it.
+fn push_contiguous(entries: &mut Vec<Entry>, entry: Entry) -> Result<(), StoreError> {
+    if let Some(previous) = entries.last() {
+        let expected = previous.log_id.index + 1;
+        if entry.log_id.index != expected {
+            return Err(StoreError::Corrupt {
+                what: format!(
+                    "the log has a hole: index {expected} is missing before {}",
+                    entry.log_id.index
+                ),
+            });
+        }
+    }
+    entries.push(entry);
+    Ok(())
 }
 
 fn decode_index(key: &[u8]) -> Result<u64, StoreError> {
@@ -212,7 +275,10 @@ impl RaftLogStorage<FleetRaft> for LogStore {
 
     async fn get_log_state(&mut self) -> Result<LogState<FleetRaft>, io::Error> {
         let last_purged_log_id: Option<LogId> = read_json(&self.db, CF_META, KEY_LAST_PURGED)?;
-        let last_present = self.last_present_log_id()?;
+        let last_present = self
+            .unwritten
+            .last_log_id()
+            .map_or_else(|| self.last_present_log_id(), |id| Ok(Some(id)))?;
         // With every entry purged, the last log id is the purge point.
         let last_log_id = std::cmp::max(last_present, last_purged_log_id);
         Ok(LogState {
@@ -230,9 +296,16 @@ impl RaftLogStorage<FleetRaft> for LogStore {
     }
 
     async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), io::Error> {
-        // Synced too: on restart the state machine is re-applied up to this point, so
-        // a read after a restart never sees an older state than one served before it.
-        Ok(self.write_meta(KEY_COMMITTED, committed.as_ref()).await?)
+        // Not waited for (see the module docs): the syncer makes it durable soon.
+        let family = column_family(&self.db, CF_META)?;
+        let mut batch = WriteBatch::default();
+        match committed {
+            Some(log_id) => batch.put_cf(family, KEY_COMMITTED, to_json(&log_id, KEY_COMMITTED)?),
+            None => batch.delete_cf(family, KEY_COMMITTED),
+        }
+        write_unsynced(&self.db, batch, CF_META, || format!("`{KEY_COMMITTED}`"))?;
+        self.writer.sync_soon();
+        Ok(())
     }
 
     async fn read_committed(&mut self) -> Result<Option<LogId>, io::Error> {
@@ -248,39 +321,15 @@ impl RaftLogStorage<FleetRaft> for LogStore {
         I: IntoIterator<Item = Entry> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
-        let mut encoded = Vec::new();
-        for entry in entries {
-            let index = entry.log_id.index;
-            encoded.push((index, to_json(&entry, "a log entry")?));
-        }
-        let (Some(&(first, _)), Some(&(last, _))) = (encoded.first(), encoded.last()) else {
+        let entries: Vec<Entry> = entries.into_iter().collect();
+        if entries.is_empty() {
             callback.io_completed(Ok(()));
             return Ok(());
-        };
-        let db = Arc::clone(&self.db);
-        let written = run_blocking("a log append", move || {
-            let family = column_family(&db, CF_LOG)?;
-            let mut batch = WriteBatch::default();
-            for (index, bytes) in encoded {
-                batch.put_cf(family, index.to_be_bytes(), bytes);
-            }
-            write_synced(&db, batch, CF_LOG, || {
-                format!("log entries {first}..={last}")
-            })
-        })
-        .await;
-        // Only now, with the write-ahead log fsynced, may Raft count these entries as
-        // durable on this node.
-        match written {
-            Ok(()) => {
-                callback.io_completed(Ok(()));
-                Ok(())
-            }
-            Err(error) => {
-                callback.io_completed(Err(io::Error::other(error.to_string())));
-                Err(error.into())
-            }
         }
+        // Readable now; written, synced and reported durable by the writer.
+        self.unwritten.insert(&entries);
+        self.writer.append(entries, callback);
+        Ok(())
     }
 
     async fn truncate_after(&mut self, last_log_id: Option<LogId>) -> Result<(), io::Error> {
@@ -291,16 +340,8 @@ impl RaftLogStorage<FleetRaft> for LogStore {
             },
             None => 0,
         };
-        let db = Arc::clone(&self.db);
-        run_blocking("a log truncation", move || {
-            let family = column_family(&db, CF_LOG)?;
-            let mut batch = WriteBatch::default();
-            delete_indexes(&mut batch, family, first_removed, u64::MAX);
-            write_synced(&db, batch, CF_LOG, || {
-                format!("truncation of the log from index {first_removed}")
-            })
-        })
-        .await?;
+        self.unwritten.truncate_from(first_removed);
+        self.writer.truncate(first_removed).await?;
         Ok(())
     }
 

@@ -9,9 +9,10 @@
 //! `open_store`, tagged with their log index.
 //!
 //! # Durability
-//! Every append, vote, truncation, purge, committed record and snapshot is written
-//! with RocksDB's `sync` option, so what this node acknowledged survives `kill -9` and
-//! power loss (SPEC K1). The state itself is kept in memory and rebuilt on restart
+//! Every vote, purge and snapshot is written with RocksDB's `sync` option, and an
+//! append or truncation is reported done to Raft only after an fsync of the
+//! write-ahead log that covers it (group commit, see `log_writer`), so what this node
+//! acknowledged survives `kill -9` and power loss (SPEC K1). The state itself is kept in memory and rebuilt on restart
 //! from the last snapshot plus the committed log after it.
 //!
 //! # Layout
@@ -21,13 +22,18 @@
 //!   installing snapshots (`snapshot`), and `AppliedEffects`.
 //! - [`state_handle`]: `StateHandle`, read access and the applied-index watch.
 //! - [`error`]: `StoreError`, naming the path, column family and operation that failed.
-//! - `database`: the column families, opening, synced writes.
+//! - `database`: the column families, opening, synced and unsynced writes.
+//! - `log_writer`: `LogWriter`, the thread that writes appends and truncations, one
+//!   fsync for every job waiting, then their callbacks.
+//! - `unwritten`: `Unwritten`, appended entries not yet in RocksDB, readable meanwhile.
 
 mod database;
 pub mod error;
 pub mod log_store;
+mod log_writer;
 pub mod state_handle;
 pub mod state_machine_store;
+mod unwritten;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -50,7 +56,7 @@ pub fn open_store(
     effects: mpsc::UnboundedSender<AppliedEffects>,
 ) -> Result<(LogStore, StateMachineStore, StateHandle), StoreError> {
     let db = database::open(dir)?;
-    let log_store = LogStore::new(Arc::clone(&db));
+    let log_store = LogStore::new(Arc::clone(&db))?;
     let (state_machine, handle) = StateMachineStore::open(db, effects)?;
     Ok((log_store, state_machine, handle))
 }

@@ -20,7 +20,8 @@ use crate::transport::{RpcClient, RpcKind, TransportError};
 ///
 /// The connection is opened on the first call and reused by every later one, concurrent
 /// calls included; when it has closed (the peer restarted, or went silent past the idle
-/// timeout) or a call on it timed out, the next call opens a new one.
+/// timeout) or a call on it timed out with nothing at all received on it meanwhile,
+/// the next call opens a new one.
 pub struct QuicClient {
     endpoint: Endpoint,
     peer_name: String,
@@ -133,13 +134,18 @@ impl QuicClient {
         let mut retried = false;
         loop {
             let (connection, reused) = self.connection_by(deadline, timeout).await?;
+            let received_before = connection.stats().udp_rx.datagrams;
             let exchanged = match timeout_at(deadline, exchange(&connection, frame.clone())).await {
                 Ok(exchanged) => exchanged,
                 Err(_) => {
                     // A peer that restarted never answers on the old connection, which
                     // lingers until the idle timeout: the next call opens a new one.
-                    // Calls still running on the old one keep it until they end.
-                    self.forget(&connection).await;
+                    // Calls still running on the old one keep it until they end. A
+                    // peer that is only slow (busy with a large entry) still sends
+                    // packets on it: that connection is kept.
+                    if connection.stats().udp_rx.datagrams == received_before {
+                        self.forget(&connection).await;
+                    }
                     return Err(TransportError::Timeout {
                         peer: self.peer_name.clone(),
                         kind,

@@ -1,0 +1,115 @@
+//! `Succession`: the fast path of a failover (R2). When the Raft leader falls silent,
+//! the follower that the hierarchy names next — the *successor*, the highest member
+//! other than the leader that is committed healthy — stands for election as soon as
+//! the leader's lease has run out on it, instead of waiting a further randomized
+//! election timeout on top of the lease as every follower otherwise does.
+//!
+//! Only the successor takes the fast path, so two followers do not split the vote;
+//! every other follower keeps openraft's randomized timer, which still elects someone
+//! when the successor is down as well. The successor is also the node the roles move
+//! to, so leadership lands where the health monitor would hand it anyway.
+//!
+//! The campaign is a pre-vote first: a successor that is itself cut off asks, is
+//! refused (or hears nothing), and does not raise its term. A voter refuses while its
+//! own lease of the old leader still runs, so a live leader is never unseated by this;
+//! a refused round is tried again after half a heartbeat. Raft's safety does not rest
+//! on any of these timings, only how soon a new leader is elected does.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use openraft::ServerState;
+use openraft::async_runtime::WatchReceiver;
+use tokio::time::{Instant, sleep, sleep_until};
+
+use super::fleet_node::FleetNode;
+use crate::raft::{LeaderContact, node_id};
+
+/// When the successor stands, derived from the Raft timers.
+#[derive(Clone, Copy, Debug)]
+pub struct SuccessionSettings {
+    /// How long a leader's contact holds a follower's vote (openraft's leader lease:
+    /// `election_timeout_max_ms`).
+    pub lease: Duration,
+    /// Waited beyond the lease, so the other voters' leases (which started when the
+    /// same heartbeat reached them, a little later or earlier) have run out as well.
+    pub margin: Duration,
+    /// How soon a refused campaign is tried again.
+    pub retry: Duration,
+}
+
+impl SuccessionSettings {
+    /// The settings for a heartbeat interval and a maximum election timeout, in ms.
+    pub fn from_timers(heartbeat_ms: u64, election_timeout_max_ms: u64) -> Self {
+        Self {
+            lease: Duration::from_millis(election_timeout_max_ms),
+            margin: Duration::from_millis((heartbeat_ms / 4).max(1)),
+            retry: Duration::from_millis((heartbeat_ms / 2).max(1)),
+        }
+    }
+}
+
+/// Runs until Raft shuts down.
+pub async fn run_succession(
+    node: Arc<FleetNode>,
+    contact: LeaderContact,
+    settings: SuccessionSettings,
+) {
+    loop {
+        let Some(last) = contact.last() else {
+            sleep(settings.lease).await;
+            continue;
+        };
+        let due = last + settings.lease + settings.margin;
+        if Instant::now() < due {
+            sleep_until(due).await;
+            continue;
+        }
+        if should_stand(&node) {
+            tracing::info!(
+                silent_ms = last.elapsed().as_millis() as u64,
+                "the leader is silent past its lease; the successor stands"
+            );
+            if node.raft.trigger().elect(true).await.is_err() {
+                return;
+            }
+            sleep(settings.retry).await;
+        } else {
+            // Leading, campaigning, or not the successor: look again after a lease,
+            // or sooner when a leader's contact moves the deadline.
+            sleep(settings.lease.min(settings.retry * 2)).await;
+        }
+    }
+}
+
+/// Whether this node follows a leader that it should succeed.
+fn should_stand(node: &FleetNode) -> bool {
+    let metrics = node.raft.metrics().borrow_watched().clone();
+    if metrics.state != ServerState::Follower {
+        return false;
+    }
+    let Some(leader) = metrics.current_leader else {
+        return false;
+    };
+    let is_voter = metrics
+        .membership_config
+        .membership()
+        .voter_ids()
+        .any(|id| id == metrics.id);
+    if leader == metrics.id || !is_voter {
+        return false;
+    }
+    node.state.read(|state| {
+        let Some(settings) = state.settings.as_ref() else {
+            return false;
+        };
+        let Some(leader) = settings
+            .hierarchy
+            .iter()
+            .find(|name| node_id(name.as_str()) == leader)
+        else {
+            return false;
+        };
+        state.roles.successor(settings, leader) == Some(&node.name)
+    })
+}

@@ -1,0 +1,228 @@
+//! `LogWriter`: the thread that writes appended log entries to RocksDB and fsyncs
+//! them, so that Raft never waits for the encoder or the disk.
+//!
+//! openraft asks `append` to return as soon as the entries are readable and to report
+//! durability later through their `IOFlushed` callback. The [`LogStore`] therefore
+//! only puts the entries in [`Unwritten`] (readable from there) and queues them here.
+//! This thread takes every job that is waiting, in order: it encodes and writes each
+//! append (without syncing), lets [`Unwritten`] go of what RocksDB now holds, applies
+//! truncations, then fsyncs RocksDB's write-ahead log once and only then completes the
+//! callbacks, in the order they came. While one fsync runs the next jobs queue up and
+//! share the next one: under load, many entries ride on one fsync (group commit).
+//!
+//! *Invariant:* a callback is completed `Ok` only after an fsync that began after its
+//! entries were written.
+//!
+//! [`LogStore`]: super::LogStore
+
+use std::io;
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Weak};
+use std::thread::JoinHandle;
+
+use openraft::storage::IOFlushed;
+use openraft::type_config::alias::{EntryOf, LogIdOf};
+use rocksdb::{DB, WriteBatch};
+use tokio::sync::oneshot;
+
+use super::database::{CF_LOG, column_family, to_json, write_unsynced};
+use super::error::StoreError;
+use super::unwritten::Unwritten;
+use crate::raft::FleetRaft;
+
+type Entry = EntryOf<FleetRaft>;
+type LogId = LogIdOf<FleetRaft>;
+
+/// What the thread does, in the order it was asked.
+enum Job {
+    /// Write `entries`; complete `flushed` once they are on disk.
+    Append {
+        entries: Vec<Entry>,
+        flushed: IOFlushed<FleetRaft>,
+    },
+    /// Delete the log from index `first` on; answer once that is on disk.
+    Truncate {
+        first: u64,
+        done: oneshot::Sender<Result<(), String>>,
+    },
+    /// Fsync what was written outside this thread (the committed log id).
+    Sync,
+}
+
+/// What waits for the fsync that ends a round.
+enum Waiter {
+    Flushed(IOFlushed<FleetRaft>),
+    Done(oneshot::Sender<Result<(), String>>),
+}
+
+impl Waiter {
+    fn complete(self, result: Result<(), String>) {
+        match self {
+            Self::Flushed(callback) => callback.io_completed(result.map_err(io::Error::other)),
+            Self::Done(done) => {
+                let _ = done.send(result);
+            }
+        }
+    }
+}
+
+/// The handle of the writing thread; clones share it. When the last clone goes (the
+/// store is dropped), the thread finishes what is queued and is joined, so the
+/// database is closed by the time the store is gone and can be opened again at once.
+#[derive(Clone)]
+pub(crate) struct LogWriter {
+    thread: Arc<WriterThread>,
+}
+
+struct WriterThread {
+    queue: Option<Sender<Job>>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl Drop for WriterThread {
+    fn drop(&mut self) {
+        // Closing the queue ends the thread's loop after the last round.
+        self.queue.take();
+        if let Some(handle) = self.handle.take()
+            && handle.join().is_err()
+        {
+            tracing::error!("the log writer panicked");
+        }
+    }
+}
+
+impl LogWriter {
+    /// Starts the writing thread for `db`. It holds the database weakly, and only for
+    /// the length of a round, so the stores decide when the database closes.
+    pub(crate) fn start(db: &Arc<DB>, unwritten: Unwritten) -> Result<Self, StoreError> {
+        let (queue, jobs) = channel();
+        let db = Arc::downgrade(db);
+        let handle = std::thread::Builder::new()
+            .name("fleet-log-writer".into())
+            .spawn(move || run(&db, &unwritten, &jobs))
+            .map_err(|source| StoreError::Thread {
+                what: "the log writer",
+                source,
+            })?;
+        Ok(Self {
+            thread: Arc::new(WriterThread {
+                queue: Some(queue),
+                handle: Some(handle),
+            }),
+        })
+    }
+
+    fn send(&self, job: Job) -> Result<(), Job> {
+        match &self.thread.queue {
+            Some(queue) => queue.send(job).map_err(|returned| returned.0),
+            None => Err(job),
+        }
+    }
+
+    /// Writes `entries` and completes `flushed` once they are on disk.
+    pub(crate) fn append(&self, entries: Vec<Entry>, flushed: IOFlushed<FleetRaft>) {
+        if let Err(Job::Append { flushed, .. }) = self.send(Job::Append { entries, flushed }) {
+            flushed.io_completed(Err(io::Error::other("the log writer has stopped")));
+        }
+    }
+
+    /// Deletes the log from index `first` on, after every append queued before, and
+    /// returns once that is on disk.
+    pub(crate) async fn truncate(&self, first: u64) -> Result<(), StoreError> {
+        let (done, answer) = oneshot::channel();
+        let stopped = || StoreError::LogWriter {
+            reason: format!("it stopped before truncating the log from index {first}"),
+        };
+        self.send(Job::Truncate { first, done })
+            .map_err(|_| stopped())?;
+        answer
+            .await
+            .map_err(|_| stopped())?
+            .map_err(|reason| StoreError::LogWriter { reason })
+    }
+
+    /// Asks for an fsync of everything written so far, without waiting for it.
+    pub(crate) fn sync_soon(&self) {
+        // A stopped writer means the store is being dropped: nothing left to sync.
+        let _ = self.send(Job::Sync);
+    }
+}
+
+fn run(db: &Weak<DB>, unwritten: &Unwritten, jobs: &Receiver<Job>) {
+    while let Ok(first) = jobs.recv() {
+        let round: Vec<Job> = std::iter::once(first).chain(jobs.try_iter()).collect();
+        let Some(db) = db.upgrade() else {
+            let closed = "the database was closed before the log was written".to_string();
+            for waiter in round.into_iter().filter_map(waiter_of) {
+                waiter.complete(Err(closed.clone()));
+            }
+            continue;
+        };
+        let mut waiters = Vec::with_capacity(round.len());
+        let mut failed: Option<String> = None;
+        for job in round {
+            let result = match &job {
+                Job::Append { entries, .. } => write_entries(&db, entries, unwritten),
+                Job::Truncate { first, .. } => delete_from(&db, *first),
+                Job::Sync => Ok(()),
+            };
+            if let Err(error) = result {
+                failed.get_or_insert(error.to_string());
+            }
+            waiters.extend(waiter_of(job));
+        }
+        let synced = match failed {
+            Some(reason) => Err(reason),
+            None => db
+                .flush_wal(true)
+                .map_err(|e| format!("fsync of the write-ahead log failed: {e}")),
+        };
+        if let Err(reason) = &synced {
+            tracing::error!(%reason, "log writes not durable");
+        }
+        for waiter in waiters {
+            waiter.complete(synced.clone());
+        }
+    }
+}
+
+fn waiter_of(job: Job) -> Option<Waiter> {
+    match job {
+        Job::Append { flushed, .. } => Some(Waiter::Flushed(flushed)),
+        Job::Truncate { done, .. } => Some(Waiter::Done(done)),
+        Job::Sync => None,
+    }
+}
+
+/// Encodes and writes `entries` in one batch, then lets `unwritten` go of them.
+fn write_entries(db: &DB, entries: &[Entry], unwritten: &Unwritten) -> Result<(), StoreError> {
+    let (Some(first), Some(last)) = (entries.first(), entries.last()) else {
+        return Ok(());
+    };
+    let family = column_family(db, CF_LOG)?;
+    let mut batch = WriteBatch::default();
+    for entry in entries {
+        batch.put_cf(
+            family,
+            entry.log_id.index.to_be_bytes(),
+            to_json(entry, "a log entry")?,
+        );
+    }
+    let (first, last) = (first.log_id.index, last.log_id.index);
+    write_unsynced(db, batch, CF_LOG, || {
+        format!("log entries {first}..={last}")
+    })?;
+    let written: Vec<LogId> = entries.iter().map(|e| e.log_id).collect();
+    unwritten.written(&written);
+    Ok(())
+}
+
+/// Deletes the log from index `first` on.
+fn delete_from(db: &DB, first: u64) -> Result<(), StoreError> {
+    let family = column_family(db, CF_LOG)?;
+    let mut batch = WriteBatch::default();
+    super::log_store::delete_indexes(&mut batch, family, first, u64::MAX);
+    write_unsynced(db, batch, CF_LOG, || {
+        format!("truncation of the log from index {first}")
+    })
+}
