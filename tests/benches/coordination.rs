@@ -10,8 +10,9 @@
 //! measured. The state machine does that work in the command that carries the last
 //! input, so the overhead is one replicated write.
 //!
-//! Run: `cargo bench --workspace --profile dev --bench coordination` after
-//! `cargo build --workspace --all-targets`. `FLEET_BENCH_DELIBERATIONS` sets how many
+//! Run: `cargo bench --workspace --bench coordination` after `cargo build --workspace
+//! --release --bins` (optimised), or with `--profile dev` after `cargo build
+//! --workspace --all-targets` (the debug build). `FLEET_BENCH_DELIBERATIONS` sets how many
 //! (default 200). Prints a Markdown table for `docs/benchmarks.md`.
 
 use std::time::{Duration, Instant};

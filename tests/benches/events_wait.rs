@@ -10,8 +10,9 @@
 //! append's own round trip is measured beside it. The seed's event log polls every
 //! 0.25–1 s.
 //!
-//! Run: `cargo bench --workspace --profile dev --bench events_wait` after
-//! `cargo build --workspace --all-targets`. `FLEET_BENCH_EVENTS` sets how many per
+//! Run: `cargo bench --workspace --bench events_wait` after `cargo build --workspace
+//! --release --bins` (optimised), or with `--profile dev` after `cargo build
+//! --workspace --all-targets` (the debug build). `FLEET_BENCH_EVENTS` sets how many per
 //! series (default 200), after 20 uncounted warm-up rounds. Prints a Markdown table
 //! for `docs/benchmarks.md`.
 

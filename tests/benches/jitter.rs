@@ -4,8 +4,9 @@
 //! With the default config nothing is down, so there must be no election after the
 //! first and no role change at all.
 //!
-//! Run: `cargo bench --workspace --profile dev --bench jitter` after
-//! `cargo build --workspace --all-targets`. `FLEET_BENCH_JITTER_SECS` sets the length
+//! Run: `cargo bench --workspace --bench jitter` after `cargo build --workspace
+//! --release --bins` (optimised), or with `--profile dev` after `cargo build
+//! --workspace --all-targets` (the debug build). `FLEET_BENCH_JITTER_SECS` sets the length
 //! (default 600). Prints a Markdown table for `docs/benchmarks.md`.
 
 use std::time::{Duration, Instant};

@@ -42,6 +42,8 @@ pub async fn run_health_monitor(node: Arc<FleetNode>, settings: HealthSettings) 
     let mut last_transfer: Option<RaftInstant> = None;
     loop {
         let snapshot = metrics.borrow_watched().clone();
+        // Whether this leader's view of health still waits to be committed.
+        let mut unsettled = false;
         if snapshot.state == ServerState::Leader {
             let now = RaftInstant::now();
             if leading_since.is_none() {
@@ -90,7 +92,10 @@ pub async fn run_health_monitor(node: Arc<FleetNode>, settings: HealthSettings) 
                     .await
                 {
                     Ok(_) => tracing::info!(healthy = ?healthy, "health committed"),
-                    Err(error) => tracing::debug!(error = %error, "health not committed"),
+                    Err(error) => {
+                        unsettled = true;
+                        tracing::debug!(error = %error, "health not committed");
+                    }
                 }
             }
             transfer_to_primary(&node, &snapshot, &mut last_transfer, settings).await;
@@ -100,11 +105,38 @@ pub async fn run_health_monitor(node: Arc<FleetNode>, settings: HealthSettings) 
         if snapshot.current_leader.is_some() {
             last_leader = snapshot.current_leader;
         }
-        tokio::select! {
-            _ = tokio::time::sleep(settings.interval) => {}
-            changed = metrics.changed() => if changed.is_err() { return },
+        // Every write changes the metrics; only a change of who leads or of the
+        // membership is looked at at once, anything else at the next interval —
+        // unless a view of health waits to be committed (a new leader's first
+        // report fails until its first entry commits): then any change will do.
+        let seen = leadership(&snapshot);
+        let next_check = tokio::time::Instant::now() + settings.interval;
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep_until(next_check) => break,
+                changed = metrics.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    if unsettled || leadership(&metrics.borrow_watched()) != seen {
+                        break;
+                    }
+                }
+            }
         }
     }
+}
+
+/// What makes the monitor look again at once: this node's Raft state, the leader it
+/// knows, and the membership.
+fn leadership(
+    metrics: &openraft::RaftMetrics<crate::raft::FleetRaft>,
+) -> (ServerState, Option<u64>, Option<u64>) {
+    (
+        metrics.state,
+        metrics.current_leader,
+        metrics.membership_config.log_id().map(|id| id.index),
+    )
 }
 
 /// Hands leadership to the primary when it is not this node, is healthy and has

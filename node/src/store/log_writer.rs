@@ -19,6 +19,7 @@ use std::io;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use openraft::storage::IOFlushed;
 use openraft::type_config::alias::{EntryOf, LogIdOf};
@@ -45,7 +46,8 @@ enum Job {
         first: u64,
         done: oneshot::Sender<Result<(), String>>,
     },
-    /// Fsync what was written outside this thread (the committed log id).
+    /// Fsync what was written outside this thread (the committed log id), soon: the
+    /// next append's fsync, if one comes within [`IDLE_SYNC_DELAY`], covers it.
     Sync,
 }
 
@@ -148,9 +150,19 @@ impl LogWriter {
     }
 }
 
+/// How long an fsync that nobody waits for (the committed log id) is held back, so
+/// that the next append's fsync covers it instead of running just before it.
+const IDLE_SYNC_DELAY: Duration = Duration::from_millis(5);
+
 fn run(db: &Weak<DB>, unwritten: &Unwritten, jobs: &Receiver<Job>) {
     while let Ok(first) = jobs.recv() {
-        let round: Vec<Job> = std::iter::once(first).chain(jobs.try_iter()).collect();
+        let mut round: Vec<Job> = std::iter::once(first).chain(jobs.try_iter()).collect();
+        if round.iter().all(|job| matches!(job, Job::Sync))
+            && let Ok(next) = jobs.recv_timeout(IDLE_SYNC_DELAY)
+        {
+            round.push(next);
+            round.extend(jobs.try_iter());
+        }
         let Some(db) = db.upgrade() else {
             let closed = "the database was closed before the log was written".to_string();
             for waiter in round.into_iter().filter_map(waiter_of) {
