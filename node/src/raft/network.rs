@@ -50,6 +50,49 @@ fn encode<Req: Serialize>(request: &Req) -> Result<Vec<u8>, RPCError<FleetRaft>>
     serde_json::to_vec(request).map_err(|e| RPCError::Network(NetworkError::new(&e)))
 }
 
+/// The most bytes of a request encoded on the caller's task; a larger one is encoded
+/// (again) on the blocking pool.
+const ENCODE_ON_RUNTIME_BYTES_MAX: usize = 64 * 1024;
+
+/// A buffer that refuses to grow past its cap.
+struct CappedBuffer {
+    bytes: Vec<u8>,
+    cap: usize,
+    overflowed: bool,
+}
+
+impl std::io::Write for CappedBuffer {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.bytes.len() + buf.len() > self.cap {
+            self.overflowed = true;
+            return Err(std::io::Error::other("over the cap"));
+        }
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Encodes entries: in place when they are small (nearly always: no hop to another
+/// thread on a write's path), on the blocking pool when they are not.
+async fn encode_entries(
+    rpc: AppendEntriesRequest<FleetRaft>,
+) -> Result<Vec<u8>, RPCError<FleetRaft>> {
+    let mut buffer = CappedBuffer {
+        bytes: Vec::new(),
+        cap: ENCODE_ON_RUNTIME_BYTES_MAX,
+        overflowed: false,
+    };
+    match serde_json::to_writer(&mut buffer, &rpc) {
+        Ok(()) => Ok(buffer.bytes),
+        Err(_) if buffer.overflowed => encode_off_runtime(rpc).await,
+        Err(error) => Err(RPCError::Network(NetworkError::new(&error))),
+    }
+}
+
 /// Encodes a request that may be large (entries, a snapshot) on the blocking pool, so
 /// that encoding a multi-MiB artifact never holds up the runtime's workers — the
 /// heartbeats and Raft's own task run on them.
@@ -164,11 +207,7 @@ impl RaftNetworkV2<FleetRaft> for PeerLink {
         rpc: AppendEntriesRequest<FleetRaft>,
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<FleetRaft>, RPCError<FleetRaft>> {
-        let payload = if rpc.entries.is_empty() {
-            encode(&rpc)?
-        } else {
-            encode_off_runtime(rpc).await?
-        };
+        let payload = encode_entries(rpc).await?;
         self.call(RpcKind::AppendEntries, payload, &option).await
     }
 
@@ -225,6 +264,41 @@ impl RaftNetworkV2<FleetRaft> for PeerLink {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use openraft::RaftTypeConfig;
+    use openraft::entry::RaftEntry;
+    use openraft::type_config::alias::LogIdOf;
+    use openraft::vote::RaftLeaderIdExt;
+
+    use crate::state::{Actor, Command, Request};
+
+    fn entries_request(body_bytes: usize) -> AppendEntriesRequest<FleetRaft> {
+        let leader = <FleetRaft as RaftTypeConfig>::LeaderId::new_committed(1, 1);
+        let command = Command {
+            at_ms: 1,
+            actor: Actor::Operator,
+            request: Request::PublishCapabilities {
+                markdown: "x".repeat(body_bytes),
+            },
+        };
+        AppendEntriesRequest {
+            vote: VoteOf::<FleetRaft>::new(1, 1),
+            prev_log_id: None,
+            entries: vec![RaftEntry::new_normal(
+                LogIdOf::<FleetRaft>::new(leader, 1),
+                command,
+            )],
+            leader_commit: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn entries_are_encoded_alike_in_place_and_on_the_blocking_pool() {
+        for size in [10, 2 * ENCODE_ON_RUNTIME_BYTES_MAX] {
+            let rpc = entries_request(size);
+            let expected = serde_json::to_vec(&rpc).unwrap();
+            assert_eq!(encode_entries(rpc).await.unwrap(), expected, "{size} bytes");
+        }
+    }
 
     #[test]
     fn a_call_gets_openraft_budget_plus_time_for_its_payload() {

@@ -84,7 +84,7 @@ impl AutoClient {
         *current = route;
     }
 
-    #[instrument(skip_all, fields(peer = %self.quic.peer_name(), %kind))]
+    #[instrument(level = "debug", skip_all, fields(peer = %self.quic.peer_name(), %kind))]
     async fn call_by(
         &self,
         kind: RpcKind,

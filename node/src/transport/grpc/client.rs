@@ -80,7 +80,7 @@ impl GrpcClient {
         &self.peer_name
     }
 
-    #[instrument(skip_all, fields(peer = %self.peer_name, %kind, bytes = payload.len()))]
+    #[instrument(level = "debug", skip_all, fields(peer = %self.peer_name, %kind, bytes = payload.len()))]
     async fn call_by(
         &self,
         kind: RpcKind,

@@ -37,7 +37,7 @@ impl GrpcRaftService {
             .max_encoding_message_size(MESSAGE_MAX_BYTES)
     }
 
-    #[instrument(skip_all, fields(peer = tracing::field::Empty, %kind))]
+    #[instrument(level = "debug", skip_all, fields(peer = tracing::field::Empty, %kind))]
     async fn serve(
         &self,
         kind: RpcKind,

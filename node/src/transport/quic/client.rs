@@ -100,7 +100,7 @@ impl QuicClient {
         let connection = connecting
             .await
             .map_err(|e| self.unreachable(format!("QUIC handshake failed: {e}")))?;
-        info!(addr = %self.addr, "connected to peer over QUIC");
+        info!(peer = %self.peer_name, addr = %self.addr, "connected to peer over QUIC");
         *slot = Some(connection.clone());
         Ok((connection, false))
     }
@@ -116,7 +116,8 @@ impl QuicClient {
         }
     }
 
-    #[instrument(skip_all, fields(peer = %self.peer_name, %kind, bytes = payload.len()))]
+    // A span per call at debug level: enabled at info, it would cost every write.
+    #[instrument(level = "debug", skip_all, fields(peer = %self.peer_name, %kind, bytes = payload.len()))]
     async fn call_by(
         &self,
         kind: RpcKind,

@@ -100,25 +100,28 @@ async fn accept_connections(endpoint: Endpoint, handler: Arc<dyn RpcHandler>) {
 }
 
 /// Completes the handshake, names the peer from its certificate, and serves its streams.
-#[instrument(skip_all, fields(remote = %incoming.remote_address(), peer = tracing::field::Empty))]
+// The span is at debug level: every stream's task runs inside it, and an enabled span
+// costs every write; the lines below name the peer themselves.
+#[instrument(level = "debug", skip_all, fields(remote = %incoming.remote_address(), peer = tracing::field::Empty))]
 async fn serve_connection(incoming: Incoming, handler: Arc<dyn RpcHandler>) {
+    let remote = incoming.remote_address();
     let connection = match incoming.await {
         Ok(connection) => connection,
         Err(error) => {
-            warn!(error = %error, "QUIC handshake with a peer failed");
+            warn!(%remote, error = %error, "QUIC handshake with a peer failed");
             return;
         }
     };
     let peer = match peer_name(&connection) {
         Ok(peer) => peer,
         Err(reason) => {
-            warn!(%reason, "refused a QUIC peer");
+            warn!(%remote, %reason, "refused a QUIC peer");
             connection.close(CLOSE_CODE_REFUSED, reason.as_bytes());
             return;
         }
     };
     tracing::Span::current().record("peer", peer.as_str());
-    info!("peer connected over QUIC");
+    info!(%remote, %peer, "peer connected over QUIC");
     loop {
         match connection.accept_bi().await {
             Ok((send, recv)) => {
@@ -126,7 +129,7 @@ async fn serve_connection(incoming: Incoming, handler: Arc<dyn RpcHandler>) {
                 tokio::spawn(stream.in_current_span());
             }
             Err(error) => {
-                info!(reason = %error, "peer's QUIC connection ended");
+                info!(%remote, %peer, reason = %error, "peer's QUIC connection ended");
                 return;
             }
         }
@@ -154,7 +157,7 @@ async fn serve_stream(
         Ok(frame) => match decode_request(Bytes::from(frame)) {
             Ok((kind, payload)) => {
                 debug!(%kind, bytes = payload.len(), "RPC received");
-                match handler.handle(from, kind, payload).await {
+                match handler.handle(from.clone(), kind, payload).await {
                     Ok(reply) => (ReplyStatus::Ok, reply),
                     Err(message) => (ReplyStatus::RemoteError, Bytes::from(message)),
                 }
@@ -177,13 +180,13 @@ async fn serve_stream(
             "the handler's reply of {} bytes exceeds the frame limit of {PAYLOAD_MAX_BYTES}",
             payload.len()
         );
-        warn!(%message, "reply refused");
+        warn!(peer = %from, %message, "reply refused");
         (ReplyStatus::RemoteError, Bytes::from(message))
     } else {
         (status, payload)
     };
     if status == ReplyStatus::Refused {
-        warn!(reason = %String::from_utf8_lossy(&payload), "request frame refused");
+        warn!(peer = %from, reason = %String::from_utf8_lossy(&payload), "request frame refused");
     }
     let frame = encode_reply(status, &payload);
     if let Err(error) = send.write_all(&frame).await {
