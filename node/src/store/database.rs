@@ -7,7 +7,7 @@
 //! Every write that Raft's safety depends on is durable before Raft counts on it:
 //! votes, truncations, purges and snapshots go through [`write_synced`], which fsyncs
 //! RocksDB's write-ahead log before it returns; appended entries are written with
-//! [`write_unsynced`] and reported durable by the `WalSyncer` after its fsync.
+//! [`write_unsynced`] and reported durable by the `LogWriter` after its fsync.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -110,7 +110,7 @@ pub(crate) fn write_synced(
 
 /// Writes `batch` into RocksDB's memtable and write-ahead log without an fsync: the
 /// write is readable at once and survives `kill -9` (it is in the kernel's page cache),
-/// and the next fsync of the log (any synced write, or the `WalSyncer`) makes it
+/// and the next fsync of the log (any synced write, or the `LogWriter`'s) makes it
 /// survive power loss too. Fast enough (no disk wait) to run on the async runtime.
 pub(crate) fn write_unsynced(
     db: &DB,
