@@ -50,9 +50,10 @@ fn encode<Req: Serialize>(request: &Req) -> Result<Vec<u8>, RPCError<FleetRaft>>
     serde_json::to_vec(request).map_err(|e| RPCError::Network(NetworkError::new(&e)))
 }
 
-/// The most bytes of a request encoded on the caller's task; a larger one is encoded
-/// (again) on the blocking pool.
-const ENCODE_ON_RUNTIME_BYTES_MAX: usize = 64 * 1024;
+/// The most bytes of a Raft message encoded or decoded on the caller's task; a larger
+/// one goes to the blocking pool (on both sides, so a multi-MiB entry never holds up
+/// the runtime's workers).
+pub(super) const ON_RUNTIME_BYTES_MAX: usize = 64 * 1024;
 
 /// A buffer that refuses to grow past its cap.
 struct CappedBuffer {
@@ -83,7 +84,7 @@ async fn encode_entries(
 ) -> Result<Vec<u8>, RPCError<FleetRaft>> {
     let mut buffer = CappedBuffer {
         bytes: Vec::new(),
-        cap: ENCODE_ON_RUNTIME_BYTES_MAX,
+        cap: ON_RUNTIME_BYTES_MAX,
         overflowed: false,
     };
     match serde_json::to_writer(&mut buffer, &rpc) {
@@ -293,7 +294,7 @@ mod tests {
 
     #[tokio::test]
     async fn entries_are_encoded_alike_in_place_and_on_the_blocking_pool() {
-        for size in [10, 2 * ENCODE_ON_RUNTIME_BYTES_MAX] {
+        for size in [10, 2 * ON_RUNTIME_BYTES_MAX] {
             let rpc = entries_request(size);
             let expected = serde_json::to_vec(&rpc).unwrap();
             assert_eq!(encode_entries(rpc).await.unwrap(), expected, "{size} bytes");

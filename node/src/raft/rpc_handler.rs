@@ -12,6 +12,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::leader_contact::LeaderContact;
+use super::network::ON_RUNTIME_BYTES_MAX;
 use super::type_config::FleetRaft;
 use super::wire::{SnapshotData, SnapshotEnvelope};
 use crate::transport::{RpcHandler, RpcKind};
@@ -35,9 +36,6 @@ where
     }
 }
 
-/// A payload above this is decoded on the blocking pool.
-const DECODE_ON_RUNTIME_BYTES_MAX: usize = 64 * 1024;
-
 /// Decodes a request; a large one (entries carrying an artifact, a snapshot) on the
 /// blocking pool, so that it never holds up the runtime's workers, which serve the
 /// leader's heartbeats meanwhile.
@@ -45,7 +43,7 @@ async fn decode<T: DeserializeOwned + Send + 'static>(
     kind: RpcKind,
     payload: Bytes,
 ) -> Result<T, String> {
-    let large = payload.len() > DECODE_ON_RUNTIME_BYTES_MAX;
+    let large = payload.len() > ON_RUNTIME_BYTES_MAX;
     let decode = move || {
         serde_json::from_slice(&payload).map_err(|e| format!("undecodable {kind} request: {e}"))
     };

@@ -75,9 +75,9 @@ pub async fn run_succession(
             }
             sleep(settings.retry).await;
         } else {
-            // Leading, campaigning, or not the successor: look again after a lease,
-            // or sooner when a leader's contact moves the deadline.
-            sleep(settings.lease.min(settings.retry * 2)).await;
+            // Leading, campaigning, or not the successor: look again a heartbeat on
+            // (a new leader's contact moves the deadline on by then).
+            sleep(settings.retry * 2).await;
         }
     }
 }

@@ -5,9 +5,9 @@
 //! One database holds everything, so a write that touches two column families (a
 //! purge records the purge point and deletes the entries) is one atomic `WriteBatch`.
 //! Every write that Raft's safety depends on is durable before Raft counts on it:
-//! votes, truncations, purges and snapshots go through [`write_synced`], which fsyncs
-//! RocksDB's write-ahead log before it returns; appended entries are written with
-//! [`write_unsynced`] and reported durable by the `LogWriter` after its fsync.
+//! votes, purges and snapshots go through [`write_synced`], which fsyncs RocksDB's
+//! write-ahead log before it returns; appended entries and truncations are written
+//! with [`write_unsynced`] by the `LogWriter`, which reports them done after its fsync.
 
 use std::path::Path;
 use std::sync::Arc;

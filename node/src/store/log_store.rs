@@ -15,8 +15,9 @@
 //!
 //! The committed log id is written without waiting for the disk: it survives
 //! `kill -9` at once (like every write, it is in the kernel's page cache) and the
-//! writer fsyncs it moments later (with the next append, or after a few ms); only a power loss in between can make a restarted
-//! node re-apply a little less before its leader tells it the commit index again.
+//! writer fsyncs it moments later (with the next append, or after a few ms); only a
+//! power loss in between can make a restarted node re-apply a little less before its
+//! leader tells it the commit index again.
 //!
 //! Layout: column family `log` maps the big-endian index to the JSON entry; column
 //! family `meta` holds `vote`, `committed` and `last_purged` as JSON. A purge records
