@@ -188,6 +188,42 @@ async fn vote_log_and_committed_survive_a_reopen() {
 }
 
 #[tokio::test]
+async fn the_newest_committed_id_is_read_back_at_once_and_after_a_reopen() {
+    let dir = TempDir::new().expect("temp dir");
+    {
+        let (effects, _) = mpsc::unbounded_channel();
+        let (mut log, _state_machine, _) = open_store(dir.path(), effects).expect("open");
+        append(
+            &mut log,
+            (1..=4).map(|i| Entry::new_blank(log_id(1, i))).collect(),
+        )
+        .await;
+        // Recorded by the writer thread, without a wait: several in a row, as Raft's
+        // task hands them over, of which the newest must win.
+        for index in 1..=4 {
+            log.save_committed(Some(log_id(1, index)))
+                .await
+                .expect("committed");
+        }
+        assert_eq!(
+            log.read_committed().await.expect("read committed"),
+            Some(log_id(1, 4))
+        );
+        log.save_committed(None).await.expect("committed");
+        assert_eq!(log.read_committed().await.expect("read committed"), None);
+        log.save_committed(Some(log_id(1, 2)))
+            .await
+            .expect("committed");
+    }
+    let (effects, _) = mpsc::unbounded_channel();
+    let (mut log, _state_machine, _) = open_store(dir.path(), effects).expect("reopen");
+    assert_eq!(
+        log.read_committed().await.expect("read committed"),
+        Some(log_id(1, 2))
+    );
+}
+
+#[tokio::test]
 async fn a_snapshot_restores_the_state_and_the_committed_log_is_applied_after_it() {
     let dir = TempDir::new().expect("temp dir");
     let second = Entry::new_normal(

@@ -6,7 +6,9 @@
 //!
 //! Run: `make bench` (or `cargo bench --workspace --bench write_latency` after `cargo
 //! build --workspace --release --bins`: an optimised build, as etcd's is). `FLEET_BENCH_WRITES` sets the writes
-//! per run (default 2000). Prints a Markdown table for `docs/benchmarks.md`.
+//! per run (default 10000); `FLEET_BENCH_CLIENTS` (say `64`) and `FLEET_BENCH_SYSTEMS`
+//! (say `quic,etcd`; of `quic`, `grpc`, `etcd`) narrow a run down, for profiling.
+//! Prints a Markdown table for `docs/benchmarks.md`.
 
 use std::time::Duration;
 
@@ -18,6 +20,7 @@ use fleet_tests::latency::LatencyRun;
 use fleet_tests::{ProcessFleet, TestClient};
 
 const CONCURRENCY: [usize; 3] = [1, 16, 64];
+const SYSTEMS: [&str; 3] = ["quic", "grpc", "etcd"];
 const NODES: [&str; 3] = ["beast", "5070", "mac"];
 
 fn record(client: usize, i: usize) -> Request {
@@ -40,7 +43,7 @@ async fn fleet_runs(transport: &str, writes: usize) -> Result<Vec<LatencyRun>> {
     fleet.bootstrap("beast")?;
     let leader = fleet.wait_for_leader(None, Duration::from_secs(15))?;
     let mut runs = Vec::new();
-    for clients in CONCURRENCY {
+    for clients in concurrency()? {
         let run = LatencyRun::measure(clients, writes, |c| {
             let (dir, leader) = (fleet.dir().to_path_buf(), leader.clone());
             async move {
@@ -69,7 +72,7 @@ async fn etcd_runs(writes: usize) -> Result<Vec<LatencyRun>> {
     let cluster = EtcdCluster::start().await?;
     let leader = cluster.leader_url(Duration::from_secs(30)).await?;
     let mut runs = Vec::new();
-    for clients in CONCURRENCY {
+    for clients in concurrency()? {
         let leader = leader.clone();
         let run = LatencyRun::measure(clients, writes, |c| {
             let leader = leader.clone();
@@ -99,6 +102,27 @@ async fn etcd_runs(writes: usize) -> Result<Vec<LatencyRun>> {
     Ok(runs)
 }
 
+/// The values listed, comma-separated, in the environment variable `name` (each one
+/// of `all`), or all of `all` when it is not set.
+fn listed<T: std::str::FromStr>(name: &str, all: &[T]) -> Result<Vec<T>>
+where
+    T: Clone + PartialEq,
+{
+    let Ok(list) = std::env::var(name) else {
+        return Ok(all.to_vec());
+    };
+    list.split(',')
+        .map(|item| match item.trim().parse::<T>() {
+            Ok(value) if all.contains(&value) => Ok(value),
+            _ => bail!("{name}: `{item}` is not one of the measured values"),
+        })
+        .collect()
+}
+
+fn concurrency() -> Result<Vec<usize>> {
+    listed("FLEET_BENCH_CLIENTS", &CONCURRENCY)
+}
+
 fn row(system: &str, run: &LatencyRun) -> String {
     let ms = |d: Duration| format!("{:.2}", d.as_secs_f64() * 1000.0);
     format!(
@@ -115,24 +139,28 @@ fn main() -> Result<()> {
     let writes: usize = std::env::var("FLEET_BENCH_WRITES")
         .ok()
         .and_then(|w| w.parse().ok())
-        .unwrap_or(2000);
+        .unwrap_or(10_000);
+    // Two workers whatever `TOKIO_WORKER_THREADS` says (the fleetd processes read it).
     let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
         .enable_all()
         .build()?;
     runtime.block_on(async {
+        let systems = listed("FLEET_BENCH_SYSTEMS", &SYSTEMS.map(String::from))?;
         let mut rows = Vec::new();
-        for transport in ["quic", "grpc"] {
+        for transport in ["quic", "grpc"].into_iter().filter(|t| systems.iter().any(|s| s == t)) {
             for run in fleet_runs(transport, writes).await? {
                 eprintln!("{}", row(&format!("fleet ({transport})"), &run));
                 rows.push(row(&format!("fleet ({transport})"), &run));
             }
         }
-        if EtcdCluster::available() {
+        let with_etcd = systems.iter().any(|s| s == "etcd");
+        if with_etcd && EtcdCluster::available() {
             for run in etcd_runs(writes).await? {
                 eprintln!("{}", row("etcd 3.4", &run));
                 rows.push(row("etcd 3.4", &run));
             }
-        } else {
+        } else if with_etcd {
             eprintln!("etcd is not installed (Debian: apt-get install etcd-server); only Fleet was measured");
         }
         println!("| system | clients | writes | p50 ms | p99 ms | writes/s |");

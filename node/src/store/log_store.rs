@@ -13,11 +13,11 @@
 //! (openraft's own 0.9 RocksDB example writes without syncing at all; this store
 //! does not copy it.)
 //!
-//! The committed log id is written without waiting for the disk: it survives
-//! `kill -9` at once (like every write, it is in the kernel's page cache) and the
-//! writer fsyncs it moments later (with the next append, or after a few ms); only a
-//! power loss in between can make a restarted node re-apply a little less before its
-//! leader tells it the commit index again.
+//! The committed log id is handed to the writer without waiting: the writer writes
+//! and fsyncs it with the next append, or on its own after a few ms when no append
+//! comes. A crash in between only makes a restarted node re-apply a little less before
+//! its leader tells it the commit index again; the committed log id is a hint, never
+//! the record of what a quorum holds.
 //!
 //! Layout: column family `log` maps the big-endian index to the JSON entry; column
 //! family `meta` holds `vote`, `committed` and `last_purged` as JSON. A purge records
@@ -38,7 +38,7 @@ use openraft::type_config::alias::{EntryOf, LogIdOf, VoteOf};
 use rocksdb::{DB, Direction, IteratorMode, WriteBatch};
 
 use super::database::{
-    CF_LOG, CF_META, column_family, read_json, run_blocking, to_json, write_synced, write_unsynced,
+    CF_LOG, CF_META, column_family, read_json, run_blocking, to_json, write_synced,
 };
 use super::error::StoreError;
 use super::log_writer::LogWriter;
@@ -50,7 +50,7 @@ type LogId = LogIdOf<FleetRaft>;
 type Vote = VoteOf<FleetRaft>;
 
 const KEY_VOTE: &str = "vote";
-const KEY_COMMITTED: &str = "committed";
+pub(super) const KEY_COMMITTED: &str = "committed";
 const KEY_LAST_PURGED: &str = "last_purged";
 
 /// The most entries one `limited_get_log_entries` returns, so a follower far behind
@@ -297,19 +297,14 @@ impl RaftLogStorage<FleetRaft> for LogStore {
     }
 
     async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), io::Error> {
-        // Not waited for (see the module docs): the syncer makes it durable soon.
-        let family = column_family(&self.db, CF_META)?;
-        let mut batch = WriteBatch::default();
-        match committed {
-            Some(log_id) => batch.put_cf(family, KEY_COMMITTED, to_json(&log_id, KEY_COMMITTED)?),
-            None => batch.delete_cf(family, KEY_COMMITTED),
-        }
-        write_unsynced(&self.db, batch, CF_META, || format!("`{KEY_COMMITTED}`"))?;
-        self.writer.sync_soon();
+        // Not waited for (see the module docs): the writer records it and syncs soon.
+        self.writer.commit(committed);
         Ok(())
     }
 
     async fn read_committed(&mut self) -> Result<Option<LogId>, io::Error> {
+        // What was saved last may still be queued in the writer.
+        self.writer.barrier().await?;
         Ok(read_json(&self.db, CF_META, KEY_COMMITTED)?)
     }
 

@@ -9,6 +9,9 @@
 //! truncations, then fsyncs RocksDB's write-ahead log once and only then completes the
 //! callbacks, in the order they came. While one fsync runs the next jobs queue up and
 //! share the next one: under load, many entries ride on one fsync (group commit).
+//! The committed log id is written here too, so that recording it never costs Raft's
+//! task a write to RocksDB between a commit and its apply; nobody waits for it, and
+//! the next append's fsync covers it.
 //!
 //! *Invariant:* a callback is completed `Ok` only after an fsync that began after its
 //! entries were written.
@@ -26,8 +29,9 @@ use openraft::type_config::alias::{EntryOf, LogIdOf};
 use rocksdb::{DB, WriteBatch};
 use tokio::sync::oneshot;
 
-use super::database::{CF_LOG, column_family, to_json, write_unsynced};
+use super::database::{CF_LOG, CF_META, column_family, to_json, write_unsynced};
 use super::error::StoreError;
+use super::log_store::KEY_COMMITTED;
 use super::unwritten::Unwritten;
 use crate::raft::FleetRaft;
 
@@ -46,9 +50,13 @@ enum Job {
         first: u64,
         done: oneshot::Sender<Result<(), String>>,
     },
-    /// Fsync what was written outside this thread (the committed log id), soon: the
-    /// next append's fsync, if one comes within [`IDLE_SYNC_DELAY`], covers it.
-    Sync,
+    /// Write the committed log id (delete it for `None`) with the next append, if one
+    /// comes within [`IDLE_SYNC_DELAY`], else on its own; fsync it either way.
+    Commit { committed: Option<LogId> },
+    /// Answer once everything queued before is on disk.
+    Barrier {
+        done: oneshot::Sender<Result<(), String>>,
+    },
 }
 
 /// What waits for the fsync that ends a round.
@@ -143,21 +151,34 @@ impl LogWriter {
             .map_err(|reason| StoreError::LogWriter { reason })
     }
 
-    /// Asks for an fsync of everything written so far, without waiting for it.
-    pub(crate) fn sync_soon(&self) {
-        // A stopped writer means the store is being dropped: nothing left to sync.
-        let _ = self.send(Job::Sync);
+    /// Records `committed` as the committed log id, without waiting for it.
+    pub(crate) fn commit(&self, committed: Option<LogId>) {
+        // A stopped writer means the store is being dropped: nothing left to record.
+        let _ = self.send(Job::Commit { committed });
+    }
+
+    /// Returns once everything queued before is written and on disk.
+    pub(crate) async fn barrier(&self) -> Result<(), StoreError> {
+        let (done, answer) = oneshot::channel();
+        let stopped = || StoreError::LogWriter {
+            reason: "it stopped before finishing the writes queued".into(),
+        };
+        self.send(Job::Barrier { done }).map_err(|_| stopped())?;
+        answer
+            .await
+            .map_err(|_| stopped())?
+            .map_err(|reason| StoreError::LogWriter { reason })
     }
 }
 
-/// How long an fsync that nobody waits for (the committed log id) is held back, so
+/// How long a write that nobody waits for (the committed log id) is held back, so
 /// that the next append's fsync covers it instead of running just before it.
 const IDLE_SYNC_DELAY: Duration = Duration::from_millis(5);
 
 fn run(db: &Weak<DB>, unwritten: &Unwritten, jobs: &Receiver<Job>) {
     while let Ok(first) = jobs.recv() {
         let mut round: Vec<Job> = std::iter::once(first).chain(jobs.try_iter()).collect();
-        if round.iter().all(|job| matches!(job, Job::Sync))
+        if round.iter().all(|job| matches!(job, Job::Commit { .. }))
             && let Ok(next) = jobs.recv_timeout(IDLE_SYNC_DELAY)
         {
             round.push(next);
@@ -170,13 +191,20 @@ fn run(db: &Weak<DB>, unwritten: &Unwritten, jobs: &Receiver<Job>) {
             }
             continue;
         };
+        // Only the newest committed log id of a round needs writing.
+        let newest_commit = round
+            .iter()
+            .rposition(|job| matches!(job, Job::Commit { .. }));
         let mut waiters = Vec::with_capacity(round.len());
         let mut failed: Option<String> = None;
-        for job in round {
+        for (position, job) in round.into_iter().enumerate() {
             let result = match &job {
                 Job::Append { entries, .. } => write_entries(&db, entries, unwritten),
                 Job::Truncate { first, .. } => delete_from(&db, *first),
-                Job::Sync => Ok(()),
+                Job::Commit { committed } if Some(position) == newest_commit => {
+                    write_committed(&db, *committed)
+                }
+                Job::Commit { .. } | Job::Barrier { .. } => Ok(()),
             };
             if let Err(error) = result {
                 failed.get_or_insert(error.to_string());
@@ -201,8 +229,8 @@ fn run(db: &Weak<DB>, unwritten: &Unwritten, jobs: &Receiver<Job>) {
 fn waiter_of(job: Job) -> Option<Waiter> {
     match job {
         Job::Append { flushed, .. } => Some(Waiter::Flushed(flushed)),
-        Job::Truncate { done, .. } => Some(Waiter::Done(done)),
-        Job::Sync => None,
+        Job::Truncate { done, .. } | Job::Barrier { done } => Some(Waiter::Done(done)),
+        Job::Commit { .. } => None,
     }
 }
 
@@ -227,6 +255,17 @@ fn write_entries(db: &DB, entries: &[Entry], unwritten: &Unwritten) -> Result<()
     let written: Vec<LogId> = entries.iter().map(|e| e.log_id).collect();
     unwritten.written(&written);
     Ok(())
+}
+
+/// Writes the committed log id to the meta column family.
+fn write_committed(db: &DB, committed: Option<LogId>) -> Result<(), StoreError> {
+    let family = column_family(db, CF_META)?;
+    let mut batch = WriteBatch::default();
+    match committed {
+        Some(log_id) => batch.put_cf(family, KEY_COMMITTED, to_json(&log_id, KEY_COMMITTED)?),
+        None => batch.delete_cf(family, KEY_COMMITTED),
+    }
+    write_unsynced(db, batch, CF_META, || format!("`{KEY_COMMITTED}`"))
 }
 
 /// Deletes the log from index `first` on.

@@ -267,17 +267,23 @@ impl RaftSnapshotBuilder<FleetRaft> for StateMachineStore {
     type SnapshotData = Vec<u8>;
 
     async fn build_snapshot(&mut self) -> Result<StoredSnapshot, io::Error> {
-        // Taken under one lock, so the state and its log id belong together; encoded
-        // after the lock is released, so applying goes on meanwhile.
-        let (meta, state) = {
-            let applied = read_applied(&self.applied);
-            let meta = SnapshotMeta {
-                last_log_id: applied.last_applied,
-                last_membership: applied.last_membership.clone(),
+        // On the blocking pool: copying and encoding a large state takes milliseconds,
+        // which the runtime's workers owe to heartbeats and client calls.
+        let applied = Arc::clone(&self.applied);
+        let (meta, data) = run_blocking("a snapshot build", move || {
+            // Taken under one lock, so the state and its log id belong together;
+            // encoded after the lock is released, so applying goes on meanwhile.
+            let (meta, state) = {
+                let applied = read_applied(&applied);
+                let meta = SnapshotMeta {
+                    last_log_id: applied.last_applied,
+                    last_membership: applied.last_membership.clone(),
+                };
+                (meta, applied.state.clone())
             };
-            (meta, applied.state.clone())
-        };
-        let data = Snapshot::encode(&state);
+            Ok((meta, Snapshot::encode(&state)))
+        })
+        .await?;
         let data = self.persist_snapshot(&meta, data, true).await?;
         Ok(StoredSnapshot {
             meta,
