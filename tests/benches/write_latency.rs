@@ -104,9 +104,9 @@ async fn etcd_runs(writes: usize) -> Result<Vec<LatencyRun>> {
 
 /// The values listed, comma-separated, in the environment variable `name` (each one
 /// of `all`), or all of `all` when it is not set.
-fn listed<T: std::str::FromStr>(name: &str, all: &[T]) -> Result<Vec<T>>
+fn listed<T>(name: &str, all: &[T]) -> Result<Vec<T>>
 where
-    T: Clone + PartialEq,
+    T: std::str::FromStr + Clone + PartialEq,
 {
     let Ok(list) = std::env::var(name) else {
         return Ok(all.to_vec());
