@@ -63,9 +63,11 @@ pub const ENTRIES_PER_READ_MAX: usize = 1_024;
 /// replication tasks use, and it sees every entry the store appended.
 #[derive(Clone)]
 pub struct LogStore {
+    /// First, so it is dropped first: the last clone's drop waits for the writer to
+    /// finish what is queued (a committed log id, say) while `db` is still open.
+    writer: LogWriter,
     db: Arc<DB>,
     unwritten: Unwritten,
-    writer: LogWriter,
 }
 
 impl LogStore {
