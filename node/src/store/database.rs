@@ -111,7 +111,7 @@ pub(crate) fn write_synced(
 /// Writes `batch` into RocksDB's memtable and write-ahead log without an fsync: the
 /// write is readable at once and survives `kill -9` (it is in the kernel's page cache),
 /// and the next fsync of the log (any synced write, or the `LogWriter`'s) makes it
-/// survive power loss too. Fast enough (no disk wait) to run on the async runtime.
+/// survive power loss too.
 pub(crate) fn write_unsynced(
     db: &DB,
     batch: WriteBatch,

@@ -139,16 +139,11 @@ impl LogWriter {
     /// Deletes the log from index `first` on, after every append queued before, and
     /// returns once that is on disk.
     pub(crate) async fn truncate(&self, first: u64) -> Result<(), StoreError> {
-        let (done, answer) = oneshot::channel();
-        let stopped = || StoreError::LogWriter {
-            reason: format!("it stopped before truncating the log from index {first}"),
-        };
-        self.send(Job::Truncate { first, done })
-            .map_err(|_| stopped())?;
-        answer
-            .await
-            .map_err(|_| stopped())?
-            .map_err(|reason| StoreError::LogWriter { reason })
+        self.queue_and_wait(
+            |done| Job::Truncate { first, done },
+            || format!("truncating the log from index {first}"),
+        )
+        .await
     }
 
     /// Records `committed` as the committed log id, without waiting for it.
@@ -159,11 +154,25 @@ impl LogWriter {
 
     /// Returns once everything queued before is written and on disk.
     pub(crate) async fn barrier(&self) -> Result<(), StoreError> {
+        self.queue_and_wait(
+            |done| Job::Barrier { done },
+            || "finishing the writes queued".into(),
+        )
+        .await
+    }
+
+    /// Queues the job `job` makes and waits for its answer; `doing` names it if the
+    /// writer stops first.
+    async fn queue_and_wait(
+        &self,
+        job: impl FnOnce(oneshot::Sender<Result<(), String>>) -> Job,
+        doing: impl Fn() -> String,
+    ) -> Result<(), StoreError> {
         let (done, answer) = oneshot::channel();
         let stopped = || StoreError::LogWriter {
-            reason: "it stopped before finishing the writes queued".into(),
+            reason: format!("it stopped before {}", doing()),
         };
-        self.send(Job::Barrier { done }).map_err(|_| stopped())?;
+        self.send(job(done)).map_err(|_| stopped())?;
         answer
             .await
             .map_err(|_| stopped())?
