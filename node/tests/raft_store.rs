@@ -223,6 +223,51 @@ async fn the_newest_committed_id_is_read_back_at_once_and_after_a_reopen() {
     );
 }
 
+/// The indexes of `entries`, checked to be `expected` in order.
+fn assert_indexes(entries: &[Entry], expected: std::ops::RangeInclusive<u64>, what: &str) {
+    let indexes: Vec<u64> = entries.iter().map(|e| e.log_id.index).collect();
+    assert_eq!(indexes, expected.collect::<Vec<_>>(), "{what}");
+}
+
+#[tokio::test]
+async fn a_log_longer_than_its_memory_tail_reads_back_whole_across_the_boundary() {
+    // More written entries than the store keeps in memory (4,096), so a read spans
+    // RocksDB and memory; then again from RocksDB alone after a reopen.
+    const LAST: u64 = 6_000;
+    let dir = TempDir::new().expect("temp dir");
+    {
+        let (effects, _) = mpsc::unbounded_channel();
+        let (mut log, _state_machine, _) = open_store(dir.path(), effects).expect("open");
+        for chunk in (1..=LAST).collect::<Vec<_>>().chunks(500) {
+            append(
+                &mut log,
+                chunk
+                    .iter()
+                    .map(|&i| Entry::new_blank(log_id(1, i)))
+                    .collect(),
+            )
+            .await;
+        }
+        let all = log.try_get_log_entries(1..=LAST).await.expect("entries");
+        assert_indexes(&all, 1..=LAST, "the whole log, from disk and memory");
+        let around = log
+            .try_get_log_entries(1_500..2_500)
+            .await
+            .expect("entries");
+        assert_indexes(&around, 1_500..=2_499, "a range across the boundary");
+        log.purge(log_id(1, 3_000)).await.expect("purge");
+        let after_purge = log.try_get_log_entries(3_001..).await.expect("entries");
+        assert_indexes(&after_purge, 3_001..=LAST, "the log after a purge");
+    }
+    let (effects, _) = mpsc::unbounded_channel();
+    let (mut log, _state_machine, _) = open_store(dir.path(), effects).expect("reopen");
+    let state = log.get_log_state().await.expect("log state");
+    assert_eq!(state.last_purged_log_id, Some(log_id(1, 3_000)));
+    assert_eq!(state.last_log_id, Some(log_id(1, LAST)));
+    let reopened = log.try_get_log_entries(3_001..).await.expect("entries");
+    assert_indexes(&reopened, 3_001..=LAST, "the log after a reopen");
+}
+
 #[tokio::test]
 async fn a_snapshot_restores_the_state_and_the_committed_log_is_applied_after_it() {
     let dir = TempDir::new().expect("temp dir");

@@ -4,7 +4,7 @@
 //! Raft's safety rests on what a node has acknowledged: an appended entry or a granted
 //! vote must still be there after a crash. A vote or purge is a `WriteBatch` written
 //! with `sync = true` before the call returns. An append does no I/O on the caller's
-//! task: its entries go to [`Unwritten`] (readable from there the moment `append`
+//! task: its entries go to the [`LogTail`] (readable from there the moment `append`
 //! returns, as openraft requires) and to the [`LogWriter`] thread, which writes them
 //! and completes their `IOFlushed` callback — what lets Raft count them as durable
 //! here — only after an fsync that covers them. A truncation goes through the same
@@ -24,7 +24,7 @@
 //! the purge point and deletes the entries in one batch, so the log never shows a hole
 //! nor loses its purge point.
 //!
-//! [`Unwritten`]: super::unwritten::Unwritten
+//! [`LogTail`]: super::log_tail::LogTail
 //! [`LogWriter`]: super::log_writer::LogWriter
 
 use std::fmt::Debug;
@@ -41,8 +41,8 @@ use super::database::{
     CF_LOG, CF_META, column_family, read_json, run_blocking, to_json, write_synced,
 };
 use super::error::StoreError;
+use super::log_tail::LogTail;
 use super::log_writer::LogWriter;
-use super::unwritten::Unwritten;
 use crate::raft::FleetRaft;
 
 type Entry = EntryOf<FleetRaft>;
@@ -67,18 +67,14 @@ pub struct LogStore {
     /// finish what is queued (a committed log id, say) while `db` is still open.
     writer: LogWriter,
     db: Arc<DB>,
-    unwritten: Unwritten,
+    tail: LogTail,
 }
 
 impl LogStore {
     pub(crate) fn new(db: Arc<DB>) -> Result<Self, StoreError> {
-        let unwritten = Unwritten::default();
-        let writer = LogWriter::start(&db, unwritten.clone())?;
-        Ok(Self {
-            db,
-            unwritten,
-            writer,
-        })
+        let tail = LogTail::default();
+        let writer = LogWriter::start(&db, tail.clone())?;
+        Ok(Self { writer, db, tail })
     }
 
     /// The entries with an index in `range`, at most `limit` of them, in index order.
@@ -103,15 +99,15 @@ impl LogStore {
             Bound::Excluded(&end) => Some(end),
             Bound::Unbounded => None,
         };
-        // Unwritten first: whatever it no longer holds below its lowest index is in
-        // RocksDB by then (see `Unwritten`).
-        let (unwritten_from, unwritten) = self.unwritten.read(start, end_exclusive, limit);
-        let written_end = match (end_exclusive, unwritten_from) {
+        // The tail first: whatever it no longer holds below its lowest index is in
+        // RocksDB by then (see `LogTail`).
+        let (tail_from, tail) = self.tail.read(start, end_exclusive, limit);
+        let written_end = match (end_exclusive, tail_from) {
             (Some(end), Some(from)) => Some(end.min(from)),
             (end, from) => end.or(from),
         };
         let mut entries = self.read_written(start, written_end, limit)?;
-        for entry in unwritten {
+        for entry in tail {
             if entries.len() >= limit {
                 break;
             }
@@ -279,7 +275,7 @@ impl RaftLogStorage<FleetRaft> for LogStore {
     async fn get_log_state(&mut self) -> Result<LogState<FleetRaft>, io::Error> {
         let last_purged_log_id: Option<LogId> = read_json(&self.db, CF_META, KEY_LAST_PURGED)?;
         let last_present = self
-            .unwritten
+            .tail
             .last_log_id()
             .map_or_else(|| self.last_present_log_id(), |id| Ok(Some(id)))?;
         // With every entry purged, the last log id is the purge point.
@@ -325,7 +321,7 @@ impl RaftLogStorage<FleetRaft> for LogStore {
             return Ok(());
         }
         // Readable now; written, synced and reported durable by the writer.
-        self.unwritten.insert(&entries);
+        self.tail.insert(&entries);
         self.writer.append(entries, callback);
         Ok(())
     }
@@ -338,7 +334,7 @@ impl RaftLogStorage<FleetRaft> for LogStore {
             },
             None => 0,
         };
-        self.unwritten.truncate_from(first_removed);
+        self.tail.truncate_from(first_removed);
         self.writer.truncate(first_removed).await?;
         Ok(())
     }
@@ -358,6 +354,7 @@ impl RaftLogStorage<FleetRaft> for LogStore {
             })
         })
         .await?;
+        self.tail.purge_through(last);
         Ok(())
     }
 }

@@ -3,9 +3,9 @@
 //!
 //! openraft asks `append` to return as soon as the entries are readable and to report
 //! durability later through their `IOFlushed` callback. The [`LogStore`] therefore
-//! only puts the entries in [`Unwritten`] (readable from there) and queues them here.
+//! only puts the entries in the [`LogTail`] (readable from there) and queues them here.
 //! This thread takes every job that is waiting, in order: it encodes and writes each
-//! append (without syncing), lets [`Unwritten`] go of what RocksDB now holds, applies
+//! append (without syncing), marks in the [`LogTail`] what RocksDB now holds, applies
 //! truncations, then fsyncs RocksDB's write-ahead log once and only then completes the
 //! callbacks, in the order they came. While one fsync runs the next jobs queue up and
 //! share the next one: under load, many entries ride on one fsync (group commit).
@@ -17,6 +17,7 @@
 //! entries were written.
 //!
 //! [`LogStore`]: super::LogStore
+//! [`LogTail`]: super::log_tail::LogTail
 
 use std::io;
 use std::sync::mpsc::{Receiver, Sender, channel};
@@ -32,7 +33,7 @@ use tokio::sync::oneshot;
 use super::database::{CF_LOG, CF_META, column_family, to_json, write_unsynced};
 use super::error::StoreError;
 use super::log_store::KEY_COMMITTED;
-use super::unwritten::Unwritten;
+use super::log_tail::LogTail;
 use crate::raft::FleetRaft;
 
 type Entry = EntryOf<FleetRaft>;
@@ -104,12 +105,12 @@ impl Drop for WriterThread {
 impl LogWriter {
     /// Starts the writing thread for `db`. It holds the database weakly, and only for
     /// the length of a round, so the stores decide when the database closes.
-    pub(crate) fn start(db: &Arc<DB>, unwritten: Unwritten) -> Result<Self, StoreError> {
+    pub(crate) fn start(db: &Arc<DB>, tail: LogTail) -> Result<Self, StoreError> {
         let (queue, jobs) = channel();
         let db = Arc::downgrade(db);
         let handle = std::thread::Builder::new()
             .name("fleet-log-writer".into())
-            .spawn(move || run(&db, &unwritten, &jobs))
+            .spawn(move || run(&db, &tail, &jobs))
             .map_err(|source| StoreError::Thread {
                 what: "the log writer",
                 source,
@@ -184,7 +185,7 @@ impl LogWriter {
 /// that the next append's fsync covers it instead of running just before it.
 const IDLE_SYNC_DELAY: Duration = Duration::from_millis(5);
 
-fn run(db: &Weak<DB>, unwritten: &Unwritten, jobs: &Receiver<Job>) {
+fn run(db: &Weak<DB>, tail: &LogTail, jobs: &Receiver<Job>) {
     while let Ok(first) = jobs.recv() {
         let mut round: Vec<Job> = std::iter::once(first).chain(jobs.try_iter()).collect();
         if round.iter().all(|job| matches!(job, Job::Commit { .. }))
@@ -208,7 +209,7 @@ fn run(db: &Weak<DB>, unwritten: &Unwritten, jobs: &Receiver<Job>) {
         let mut failed: Option<String> = None;
         for (position, job) in round.into_iter().enumerate() {
             let result = match &job {
-                Job::Append { entries, .. } => write_entries(&db, entries, unwritten),
+                Job::Append { entries, .. } => write_entries(&db, entries, tail),
                 Job::Truncate { first, .. } => delete_from(&db, *first),
                 Job::Commit { committed } if Some(position) == newest_commit => {
                     write_committed(&db, *committed)
@@ -243,26 +244,24 @@ fn waiter_of(job: Job) -> Option<Waiter> {
     }
 }
 
-/// Encodes and writes `entries` in one batch, then lets `unwritten` go of them.
-fn write_entries(db: &DB, entries: &[Entry], unwritten: &Unwritten) -> Result<(), StoreError> {
+/// Encodes and writes `entries` in one batch, then marks them written in `tail`.
+fn write_entries(db: &DB, entries: &[Entry], tail: &LogTail) -> Result<(), StoreError> {
     let (Some(first), Some(last)) = (entries.first(), entries.last()) else {
         return Ok(());
     };
     let family = column_family(db, CF_LOG)?;
     let mut batch = WriteBatch::default();
+    let mut written = Vec::with_capacity(entries.len());
     for entry in entries {
-        batch.put_cf(
-            family,
-            entry.log_id.index.to_be_bytes(),
-            to_json(entry, "a log entry")?,
-        );
+        let encoded = to_json(entry, "a log entry")?;
+        written.push((entry.log_id, encoded.len()));
+        batch.put_cf(family, entry.log_id.index.to_be_bytes(), encoded);
     }
     let (first, last) = (first.log_id.index, last.log_id.index);
     write_unsynced(db, batch, CF_LOG, || {
         format!("log entries {first}..={last}")
     })?;
-    let written: Vec<LogId> = entries.iter().map(|e| e.log_id).collect();
-    unwritten.written(&written);
+    tail.written(&written);
     Ok(())
 }
 

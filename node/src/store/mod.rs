@@ -25,15 +25,16 @@
 //! - `database`: the column families, opening, synced and unsynced writes.
 //! - `log_writer`: `LogWriter`, the thread that writes appends and truncations, one
 //!   fsync for every job waiting, then their callbacks.
-//! - `unwritten`: `Unwritten`, appended entries not yet in RocksDB, readable meanwhile.
+//! - `log_tail`: `LogTail`, the newest log entries in memory: those not yet in RocksDB,
+//!   readable meanwhile, and the most recent written ones, for replication.
 
 mod database;
 pub mod error;
 pub mod log_store;
+mod log_tail;
 mod log_writer;
 pub mod state_handle;
 pub mod state_machine_store;
-mod unwritten;
 
 use std::path::Path;
 use std::sync::Arc;
