@@ -22,11 +22,11 @@ type Entry = EntryOf<FleetRaft>;
 type LogId = LogIdOf<FleetRaft>;
 
 /// The most written entries kept in memory.
-pub(crate) const WRITTEN_KEPT_MAX: usize = 4_096;
+const WRITTEN_KEPT_MAX: usize = 4_096;
 
 /// The most bytes (as RocksDB holds them) of written entries kept in memory, so a few
 /// large artifacts do not hold on to much memory.
-pub(crate) const WRITTEN_KEPT_BYTES_MAX: usize = 8 * 1024 * 1024;
+const WRITTEN_KEPT_BYTES_MAX: usize = 8 * 1024 * 1024;
 
 /// One entry held, and its encoded size once it is written.
 struct Held {
@@ -43,7 +43,8 @@ struct Tail {
 }
 
 impl Tail {
-    fn remove(&mut self, held: &Held) {
+    /// Takes a held entry that leaves out of the written count.
+    fn uncount(&mut self, held: &Held) {
         if let Some(bytes) = held.written_bytes {
             self.written_count -= 1;
             self.written_bytes -= bytes;
@@ -60,7 +61,7 @@ impl Tail {
                 return;
             }
             let held = first.remove();
-            self.remove(&held);
+            self.uncount(&held);
         }
     }
 }
@@ -86,7 +87,7 @@ impl LogTail {
                 written_bytes: None,
             };
             if let Some(replaced) = tail.held.insert(entry.log_id.index, held) {
-                tail.remove(&replaced);
+                tail.uncount(&replaced);
             }
         }
     }
@@ -114,7 +115,7 @@ impl LogTail {
         let mut tail = self.lock();
         let removed = tail.held.split_off(&first);
         for held in removed.values() {
-            tail.remove(held);
+            tail.uncount(held);
         }
     }
 
@@ -126,7 +127,7 @@ impl LogTail {
                 return;
             }
             let held = first.remove();
-            tail.remove(&held);
+            tail.uncount(&held);
         }
     }
 
