@@ -340,14 +340,8 @@ async fn a_node_of_another_fleet_is_refused() -> Result<()> {
 async fn killing_every_node_after_its_log_files_were_recycled_keeps_every_acknowledged_write()
 -> Result<()> {
     let mut fleet = ProcessFleet::init(&NODES)?;
-    // 200 KiB entries keep both cores of a small machine busy in an unoptimised build;
-    // elections of 1–2 s keep that from moving the leader mid-test.
-    for (key, value) in [
-        ("FLEET_RAFT__ELECTION_TIMEOUT_MIN_MS", "1000"),
-        ("FLEET_RAFT__ELECTION_TIMEOUT_MAX_MS", "2000"),
-    ] {
-        fleet.env.push((key.into(), value.into()));
-    }
+    // 200 KiB entries: elections that a busy debug build does not trip.
+    fleet.with_long_elections();
     fleet.start_all()?;
     fleet.bootstrap("beast")?;
     let leader = fleet.wait_for_leader(None, ELECTION_BOUND)?;

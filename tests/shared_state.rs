@@ -33,22 +33,12 @@ const WAIT_WAKE_BOUND: Duration = Duration::from_secs(2);
 
 /// Three nodes bootstrapped with the documented fleet settings, each `(from, to)`
 /// replacement applied to `config/fleet.toml` first; waits until beast is primary.
-/// Election timeouts for tests that replicate multi-MiB entries.
-const LONG_ELECTIONS: &[(&str, &str)] = &[
-    ("FLEET_RAFT__ELECTION_TIMEOUT_MIN_MS", "1000"),
-    ("FLEET_RAFT__ELECTION_TIMEOUT_MAX_MS", "2000"),
-];
-
 fn start_fleet(changes: &[(&str, &str)]) -> Result<ProcessFleet> {
-    start_fleet_with_env(changes, &[])
+    start_prepared_fleet(ProcessFleet::init(&NODES)?, changes)
 }
 
-/// [`start_fleet`] with extra environment for every `fleetd`.
-fn start_fleet_with_env(changes: &[(&str, &str)], env: &[(&str, &str)]) -> Result<ProcessFleet> {
-    let mut fleet = ProcessFleet::init(&NODES)?;
-    fleet
-        .env
-        .extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+/// [`start_fleet`] for a fleet initialised (and perhaps configured) by the caller.
+fn start_prepared_fleet(mut fleet: ProcessFleet, changes: &[(&str, &str)]) -> Result<ProcessFleet> {
     fleet.start_all()?;
     let mut settings =
         fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../config/fleet.toml"))?;
@@ -563,10 +553,10 @@ fn the_largest_artifact_round_trips_through_followers() -> Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn oversized_bodies_and_artifacts_are_refused_with_the_limit_named() -> Result<()> {
-    // Multi-MiB entries keep both cores of a small machine busy for a while in an
-    // unoptimised build; elections of 1–2 s keep that from deposing the leader, which
-    // is not what this test is about.
-    let fleet = start_fleet_with_env(&[], LONG_ELECTIONS)?;
+    // Multi-MiB entries: elections that a busy debug build does not trip.
+    let mut fleet = ProcessFleet::init(&NODES)?;
+    fleet.with_long_elections();
+    let fleet = start_prepared_fleet(fleet, &[])?;
     let dir = fleet.dir().to_path_buf();
     let append_file = |path: &Path| -> Result<Output> {
         run(

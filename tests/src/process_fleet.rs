@@ -121,6 +121,19 @@ pub struct ProcessFleet {
 }
 
 impl ProcessFleet {
+    /// Gives every `fleetd` started from now on elections of 1–2 s instead of the
+    /// default 200–400 ms: multi-MiB entries keep both cores of a small machine busy
+    /// for a while in an unoptimised build, which must not depose the leader in a test
+    /// that is not about elections.
+    pub fn with_long_elections(&mut self) {
+        for (key, value) in [
+            ("FLEET_RAFT__ELECTION_TIMEOUT_MIN_MS", "1000"),
+            ("FLEET_RAFT__ELECTION_TIMEOUT_MAX_MS", "2000"),
+        ] {
+            self.env.push((key.into(), value.into()));
+        }
+    }
+
     /// `fleetctl init` for `nodes` on free loopback ports; nothing is started yet.
     pub fn init(nodes: &[&str]) -> Result<Self> {
         let dir = tempfile::Builder::new().prefix("fleet-test-").tempdir()?;

@@ -53,15 +53,21 @@ impl Tail {
 
     /// Lets go of written entries from the low end while more are kept than allowed.
     fn trim(&mut self) {
-        while self.written_count > WRITTEN_KEPT_MAX || self.written_bytes > WRITTEN_KEPT_BYTES_MAX {
-            let Some(first) = self.held.first_entry() else {
-                return;
-            };
-            if first.get().written_bytes.is_none() {
-                return;
+        self.drop_written_while(|tail, _| {
+            tail.written_count > WRITTEN_KEPT_MAX || tail.written_bytes > WRITTEN_KEPT_BYTES_MAX
+        });
+    }
+
+    /// Lets go of the lowest entry while it is written and `more(self, its index)`
+    /// holds; an unwritten entry stops it, so the entries held stay contiguous.
+    fn drop_written_while(&mut self, more: impl Fn(&Self, u64) -> bool) {
+        while let Some((&index, held)) = self.held.first_key_value()
+            && held.written_bytes.is_some()
+            && more(self, index)
+        {
+            if let Some((_, held)) = self.held.pop_first() {
+                self.uncount(&held);
             }
-            let held = first.remove();
-            self.uncount(&held);
         }
     }
 }
@@ -121,14 +127,7 @@ impl LogTail {
 
     /// Drops the written entries up to index `last` (a purge of the log).
     pub(crate) fn purge_through(&self, last: u64) {
-        let mut tail = self.lock();
-        while let Some(first) = tail.held.first_entry() {
-            if *first.key() > last || first.get().written_bytes.is_none() {
-                return;
-            }
-            let held = first.remove();
-            tail.uncount(&held);
-        }
+        self.lock().drop_written_while(|_, index| index <= last);
     }
 
     /// The log id of the last entry held.
