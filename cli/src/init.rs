@@ -379,6 +379,8 @@ fn node_config_toml(fleet: &str, member: &Member, members: &[Member]) -> String 
          data_dir = \"data\"\n\
          # Where fleetd writes its process id.\n\
          pid_file = \"fleetd.pid\"\n\
+         # Threads for the node's tasks; one keeps a write's hand-offs on one thread.\n\
+         worker_threads = 1\n\
          # TCP: gRPC over TLS for fleetctl and agents, and the Raft gRPC fallback.\n\
          api_listen = {api}\n\
          # UDP: Raft over QUIC with mutual TLS.\n\

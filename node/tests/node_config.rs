@@ -90,12 +90,14 @@ fn environment_overrides_nested_keys_and_numeric_names() {
         jail.set_env("FLEET_RAFT__HEARTBEAT_MS", "50");
         jail.set_env("FLEET_NAME", "5070");
         jail.set_env("FLEET_TRANSPORT", "grpc");
+        jail.set_env("FLEET_WORKER_THREADS", "2");
         // Another tool's variable with the prefix is left alone.
         jail.set_env("FLEET_CONFIG", "/somewhere/else.toml");
         let config = NodeConfig::load(&path).unwrap();
         assert_eq!(config.raft.heartbeat_ms, 50);
         assert_eq!(config.name, "5070");
         assert_eq!(config.transport, TransportMode::Grpc);
+        assert_eq!(config.worker_threads, 2);
         Ok(())
     });
 }
@@ -114,6 +116,7 @@ fn defaults_fill_every_optional_key() {
         assert_eq!(config.raft.election_timeout_max_ms, 400);
         assert_eq!(config.raft.snapshot_every_logs, 5000);
         assert_eq!(config.raft.rpc_timeout_ms, 1000);
+        assert_eq!(config.worker_threads, 1);
         assert_eq!(config.transport, TransportMode::Auto);
         assert_eq!(config.tls.key, jail.directory().join("node.key"));
         assert!(config.auth.agent_token.is_none());
@@ -126,7 +129,12 @@ fn defaults_fill_every_optional_key() {
 /// error must contain.
 #[test]
 fn bad_values_are_refused_with_the_key_named() {
-    let cases: [(&str, String, &str); 10] = [
+    let cases: [(&str, String, &str); 11] = [
+        (
+            "no worker thread",
+            format!("worker_threads = 0\n{}", valid_config()),
+            "worker_threads: 0 is outside 1..=64",
+        ),
         (
             "election timeouts out of order",
             format!(

@@ -1,5 +1,6 @@
 //! `fleetd`: one node of a fleet. `fleetd --config fleetd.toml` starts it; SIGINT or
-//! SIGTERM stops it cleanly. A bad config fails at start with the key named.
+//! SIGTERM stops it cleanly. A bad config fails at start with the key named. Its
+//! runtime has as many worker threads as the config's `worker_threads` says.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -24,8 +25,7 @@ struct Args {
     log_json: bool,
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
     let args = Args::parse();
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&args.log));
     if args.log_json {
@@ -56,6 +56,22 @@ async fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(config.worker_threads)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("fleetd: cannot start the runtime: {error}");
+            return ExitCode::from(1);
+        }
+    };
+    runtime.block_on(run(config))
+}
+
+/// Runs the node until SIGINT or SIGTERM.
+async fn run(config: NodeConfig) -> ExitCode {
     let running = match fleet_node::runtime::start(config).await {
         Ok(running) => running,
         Err(error) => {

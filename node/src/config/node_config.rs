@@ -29,9 +29,13 @@ pub const ENV_PREFIX: &str = "FLEET_";
 
 /// The top-level keys. Environment variables with the prefix but another first
 /// level (`FLEET_CONFIG`, say, for a launcher) are left alone rather than refused.
-const TOP_LEVEL_KEYS: [&str; 17] = [
+/// The most worker threads a node may ask for.
+pub const WORKER_THREADS_MAX: usize = 64;
+
+const TOP_LEVEL_KEYS: [&str; 18] = [
     "name",
     "pid_file",
+    "worker_threads",
     "fleet",
     "data_dir",
     "api_listen",
@@ -67,6 +71,13 @@ pub struct NodeConfig {
     /// `fleetctl dev` can stop or kill it).
     #[serde(default)]
     pub pid_file: Option<PathBuf>,
+    /// The threads that run the node's tasks (Raft, its transports, the client API).
+    /// One by default: a write passes from task to task a dozen times, and on one
+    /// thread each pass is a queue push, where across threads it wakes a sleeping
+    /// one. Snapshots and multi-MiB entries are encoded on a separate blocking pool
+    /// either way, and the log is written by its own thread.
+    #[serde(default = "default_worker_threads")]
+    pub worker_threads: usize,
     /// TCP address of the gRPC-over-TLS server: clients, agents, and the Raft gRPC
     /// fallback.
     #[serde(default = "default_api_listen")]
@@ -114,6 +125,10 @@ pub struct NodeConfig {
 
 fn default_data_dir() -> PathBuf {
     PathBuf::from("data")
+}
+
+fn default_worker_threads() -> usize {
+    1
 }
 
 fn default_api_listen() -> SocketAddr {
@@ -174,6 +189,15 @@ impl NodeConfig {
         check_name("fleet", &self.fleet)?;
         if self.data_dir.as_os_str().is_empty() {
             return Err(ConfigError::invalid("data_dir", "must not be empty"));
+        }
+        if !(1..=WORKER_THREADS_MAX).contains(&self.worker_threads) {
+            return Err(ConfigError::invalid(
+                "worker_threads",
+                format!(
+                    "{} is outside 1..={WORKER_THREADS_MAX}",
+                    self.worker_threads
+                ),
+            ));
         }
         check_advertise(
             "advertise_api",
