@@ -25,7 +25,9 @@ pub struct RaftTiming {
     /// The longest such wait, in ms; each election picks a random time in between so
     /// two followers rarely stand at once.
     pub election_timeout_max_ms: u64,
-    /// Build a snapshot (and purge the log before it) every this many log entries.
+    /// Build a snapshot (and purge the log before it) after at least this many log
+    /// entries, and once the log since the last snapshot is as large as that snapshot
+    /// (so snapshots of a large state stay rare; see `runtime::snapshot_pacer`).
     pub snapshot_every_logs: u64,
     /// How many log entries before a snapshot are kept when the log is purged, so a
     /// follower slightly behind catches up from the log rather than a snapshot.

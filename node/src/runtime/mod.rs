@@ -10,6 +10,8 @@
 //!   inputs, notes files, notification deliveries as primary, relayed messages.
 //! - [`message_relay`]: hands one relayed message to the local gateway and reports it.
 //! - [`health`]: the leader's health monitor; leadership follows the primary.
+//! - [`snapshot_pacer`]: when this node snapshots: after `snapshot_every_logs`
+//!   entries and once the log since the last snapshot is as large as that snapshot.
 //! - [`succession`]: the successor stands as soon as a silent leader's lease ends.
 //! - [`start`]: wiring a node from its config: store, Raft, transports, API server.
 
@@ -20,6 +22,7 @@ pub mod fleet_node;
 pub mod forwarder;
 pub mod health;
 pub mod message_relay;
+pub mod snapshot_pacer;
 pub mod start;
 pub mod succession;
 

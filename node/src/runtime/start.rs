@@ -21,6 +21,7 @@ use super::effects::run_effects;
 use super::fleet_node::FleetNode;
 use super::forwarder::Forwarder;
 use super::health::{HealthSettings, run_health_monitor};
+use super::snapshot_pacer::{SnapshotPacer, run_snapshot_pacer};
 use super::succession::{SuccessionSettings, run_succession};
 use crate::api::auth::Authenticator;
 use crate::api::service::FleetApi;
@@ -159,7 +160,8 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
         heartbeat_interval: config.raft.heartbeat_ms,
         election_timeout_min: config.raft.election_timeout_min_ms,
         election_timeout_max: config.raft.election_timeout_max_ms,
-        snapshot_policy: SnapshotPolicy::LogsSinceLast(config.raft.snapshot_every_logs),
+        // The runtime's `SnapshotPacer` decides when (by entries and by bytes).
+        snapshot_policy: SnapshotPolicy::Never,
         max_in_snapshot_log_to_keep: config.raft.logs_kept_after_snapshot,
         enable_pre_vote: Some(true),
         // Replicate entries as soon as they are written here, while this node's own
@@ -283,6 +285,12 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
     let tasks = vec![
         api_task,
         tokio::spawn(run_driver(node.clone())),
+        tokio::spawn(run_snapshot_pacer(
+            node.clone(),
+            SnapshotPacer {
+                every_logs: config.raft.snapshot_every_logs,
+            },
+        )),
         tokio::spawn(run_health_monitor(
             node.clone(),
             HealthSettings {

@@ -43,6 +43,7 @@ use super::database::{
 use super::error::StoreError;
 use super::log_tail::LogTail;
 use super::log_writer::LogWriter;
+use super::store_sizes::StoreSizes;
 use crate::raft::FleetRaft;
 
 type Entry = EntryOf<FleetRaft>;
@@ -71,9 +72,9 @@ pub struct LogStore {
 }
 
 impl LogStore {
-    pub(crate) fn new(db: Arc<DB>) -> Result<Self, StoreError> {
+    pub(crate) fn new(db: Arc<DB>, sizes: StoreSizes) -> Result<Self, StoreError> {
         let tail = LogTail::default();
-        let writer = LogWriter::start(&db, tail.clone())?;
+        let writer = LogWriter::start(&db, tail.clone(), sizes)?;
         Ok(Self { writer, db, tail })
     }
 

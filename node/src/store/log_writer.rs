@@ -34,6 +34,7 @@ use super::database::{CF_LOG, CF_META, column_family, to_json, write_unsynced};
 use super::error::StoreError;
 use super::log_store::KEY_COMMITTED;
 use super::log_tail::LogTail;
+use super::store_sizes::StoreSizes;
 use crate::raft::FleetRaft;
 
 type Entry = EntryOf<FleetRaft>;
@@ -105,12 +106,17 @@ impl Drop for WriterThread {
 impl LogWriter {
     /// Starts the writing thread for `db`. It holds the database weakly, and only for
     /// the length of a round, so the stores decide when the database closes.
-    pub(crate) fn start(db: &Arc<DB>, tail: LogTail) -> Result<Self, StoreError> {
+    /// Every entry written is counted in `sizes`.
+    pub(crate) fn start(
+        db: &Arc<DB>,
+        tail: LogTail,
+        sizes: StoreSizes,
+    ) -> Result<Self, StoreError> {
         let (queue, jobs) = channel();
         let db = Arc::downgrade(db);
         let handle = std::thread::Builder::new()
             .name("fleet-log-writer".into())
-            .spawn(move || run(&db, &tail, &jobs))
+            .spawn(move || run(&db, &tail, &sizes, &jobs))
             .map_err(|source| StoreError::Thread {
                 what: "the log writer",
                 source,
@@ -185,7 +191,7 @@ impl LogWriter {
 /// that the next append's fsync covers it instead of running just before it.
 const IDLE_SYNC_DELAY: Duration = Duration::from_millis(5);
 
-fn run(db: &Weak<DB>, tail: &LogTail, jobs: &Receiver<Job>) {
+fn run(db: &Weak<DB>, tail: &LogTail, sizes: &StoreSizes, jobs: &Receiver<Job>) {
     while let Ok(first) = jobs.recv() {
         let mut round: Vec<Job> = std::iter::once(first).chain(jobs.try_iter()).collect();
         if round.iter().all(|job| matches!(job, Job::Commit { .. }))
@@ -209,7 +215,7 @@ fn run(db: &Weak<DB>, tail: &LogTail, jobs: &Receiver<Job>) {
         let mut failed: Option<String> = None;
         for (position, job) in round.into_iter().enumerate() {
             let result = match &job {
-                Job::Append { entries, .. } => write_entries(&db, entries, tail),
+                Job::Append { entries, .. } => write_entries(&db, entries, tail, sizes),
                 Job::Truncate { first, .. } => delete_from(&db, *first),
                 Job::Commit { committed } if Some(position) == newest_commit => {
                     write_committed(&db, *committed)
@@ -244,8 +250,14 @@ fn waiter_of(job: Job) -> Option<Waiter> {
     }
 }
 
-/// Encodes and writes `entries` in one batch, then marks them written in `tail`.
-fn write_entries(db: &DB, entries: &[Entry], tail: &LogTail) -> Result<(), StoreError> {
+/// Encodes and writes `entries` in one batch, then marks them written in `tail` and
+/// counts their bytes in `sizes`.
+fn write_entries(
+    db: &DB,
+    entries: &[Entry],
+    tail: &LogTail,
+    sizes: &StoreSizes,
+) -> Result<(), StoreError> {
     let (Some(first), Some(last)) = (entries.first(), entries.last()) else {
         return Ok(());
     };
@@ -262,6 +274,7 @@ fn write_entries(db: &DB, entries: &[Entry], tail: &LogTail) -> Result<(), Store
         format!("log entries {first}..={last}")
     })?;
     tail.written(&written);
+    sizes.add_log_bytes(written.iter().map(|(_, bytes)| *bytes as u64).sum());
     Ok(())
 }
 

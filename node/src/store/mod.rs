@@ -21,6 +21,8 @@
 //! - [`state_machine_store`]: `StateMachineStore`, applying commands, building and
 //!   installing snapshots (`snapshot`), and `AppliedEffects`.
 //! - [`state_handle`]: `StateHandle`, read access and the applied-index watch.
+//! - [`store_sizes`]: `StoreSizes`, the bytes written to the log and the size of the
+//!   current snapshot, which snapshots are paced by.
 //! - [`error`]: `StoreError`, naming the path, column family and operation that failed.
 //! - `database`: the column families, opening, synced and unsynced writes.
 //! - `log_writer`: `LogWriter`, the thread that writes appends and truncations, one
@@ -35,6 +37,7 @@ mod log_tail;
 mod log_writer;
 pub mod state_handle;
 pub mod state_machine_store;
+pub mod store_sizes;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -45,6 +48,7 @@ pub use error::StoreError;
 pub use log_store::{ENTRIES_PER_READ_MAX, LogStore};
 pub use state_handle::StateHandle;
 pub use state_machine_store::{AppliedEffects, StateMachineStore};
+pub use store_sizes::StoreSizes;
 
 /// Opens the store in `dir` (creating the directory and database if needed) and
 /// restores the state from its last snapshot. Effects of commands applied from now on
@@ -57,7 +61,8 @@ pub fn open_store(
     effects: mpsc::UnboundedSender<AppliedEffects>,
 ) -> Result<(LogStore, StateMachineStore, StateHandle), StoreError> {
     let db = database::open(dir)?;
-    let log_store = LogStore::new(Arc::clone(&db))?;
-    let (state_machine, handle) = StateMachineStore::open(db, effects)?;
+    let sizes = StoreSizes::default();
+    let log_store = LogStore::new(Arc::clone(&db), sizes.clone())?;
+    let (state_machine, handle) = StateMachineStore::open(db, effects, sizes)?;
     Ok((log_store, state_machine, handle))
 }

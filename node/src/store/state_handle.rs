@@ -11,6 +11,7 @@ use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use openraft::type_config::alias::{LogIdOf, StoredMembershipOf};
 use tokio::sync::watch;
 
+use super::store_sizes::StoreSizes;
 use crate::raft::FleetRaft;
 use crate::state::FleetState;
 
@@ -43,14 +44,25 @@ pub(crate) fn write_applied(shared: &SharedAppliedState) -> RwLockWriteGuard<'_,
 pub struct StateHandle {
     applied: SharedAppliedState,
     applied_index: watch::Receiver<u64>,
+    sizes: StoreSizes,
 }
 
 impl StateHandle {
-    pub(crate) fn new(applied: SharedAppliedState, applied_index: watch::Receiver<u64>) -> Self {
+    pub(crate) fn new(
+        applied: SharedAppliedState,
+        applied_index: watch::Receiver<u64>,
+        sizes: StoreSizes,
+    ) -> Self {
         Self {
             applied,
             applied_index,
+            sizes,
         }
+    }
+
+    /// The bytes written to the log and the size of the current snapshot.
+    pub fn sizes(&self) -> &StoreSizes {
+        &self.sizes
     }
 
     /// Runs `f` on the applied state under the read lock. Keep `f` short: the state

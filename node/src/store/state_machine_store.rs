@@ -38,6 +38,7 @@ use super::error::StoreError;
 use super::state_handle::{
     AppliedState, SharedAppliedState, StateHandle, read_applied, write_applied,
 };
+use super::store_sizes::StoreSizes;
 use crate::raft::{CommandOutcome, FleetRaft};
 use crate::state::{Effect, FleetState, Snapshot};
 
@@ -67,16 +68,21 @@ pub struct StateMachineStore {
     /// Serialises writes of the current snapshot, so a snapshot built from an older
     /// state never replaces a newer one that was installed meanwhile.
     snapshot_write: Arc<Mutex<()>>,
+    /// Where the current snapshot's size is kept.
+    sizes: StoreSizes,
 }
 
 impl StateMachineStore {
     /// Restores the state from the stored snapshot, if any, and returns the store with
-    /// a handle on its state.
+    /// a handle on its state (which also reads `sizes`).
     pub(crate) fn open(
         db: Arc<DB>,
         effects: mpsc::UnboundedSender<AppliedEffects>,
+        sizes: StoreSizes,
     ) -> Result<(Self, StateHandle), StoreError> {
-        let applied = match read_snapshot(&db)? {
+        let stored = read_snapshot(&db)?;
+        sizes.set_snapshot_bytes(stored.as_ref().map_or(0, |s| s.snapshot.len() as u64));
+        let applied = match stored {
             Some(snapshot) => AppliedState {
                 state: decode_state(&snapshot.meta, &snapshot.snapshot)?,
                 last_applied: snapshot.meta.last_log_id,
@@ -87,13 +93,14 @@ impl StateMachineStore {
         let index = applied.last_applied.as_ref().map_or(0, |id| id.index);
         let (applied_index, receiver) = watch::channel(index);
         let applied = Arc::new(std::sync::RwLock::new(applied));
-        let handle = StateHandle::new(Arc::clone(&applied), receiver);
+        let handle = StateHandle::new(Arc::clone(&applied), receiver, sizes.clone());
         let store = Self {
             db,
             applied,
             applied_index,
             effects,
             snapshot_write: Arc::new(Mutex::new(())),
+            sizes,
         };
         Ok((store, handle))
     }
@@ -131,6 +138,7 @@ impl StateMachineStore {
         let last_log_id = meta.last_log_id;
         let db = Arc::clone(&self.db);
         let lock = Arc::clone(&self.snapshot_write);
+        let sizes = self.sizes.clone();
         run_blocking("a snapshot write", move || {
             let _serialised = lock.lock().unwrap_or_else(PoisonError::into_inner);
             if only_if_newer {
@@ -150,6 +158,7 @@ impl StateMachineStore {
             write_synced(&db, batch, CF_SNAPSHOT, || {
                 format!("the snapshot up to {}", describe(&last_log_id))
             })?;
+            sizes.set_snapshot_bytes(data.len() as u64);
             Ok(data)
         })
         .await
