@@ -51,9 +51,6 @@ impl FleetApi {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "))
             .map(str::trim);
-        let peer_node = request
-            .peer_certs()
-            .and_then(|certs| certs.first().and_then(crate::identity::node_name_from_cert));
         let forwarded_actor: Option<Actor> = if forwarded.is_empty() {
             None
         } else {
@@ -69,6 +66,15 @@ impl FleetApi {
                 "forwarded_actor_json: {node} acting as leader cannot be forwarded"
             )));
         }
+        // Only a forwarded call or one without a token is judged by the caller's
+        // certificate; parsing it costs every other call for nothing.
+        let peer_node = if forwarded_actor.is_some() || token.is_none() {
+            request
+                .peer_certs()
+                .and_then(|certs| certs.first().and_then(crate::identity::node_name_from_cert))
+        } else {
+            None
+        };
         self.auth.authenticate(&Credentials {
             token,
             peer_node: peer_node.as_deref(),
