@@ -8,7 +8,9 @@
 //! build --workspace --release --bins`: an optimised build, as etcd's is). `FLEET_BENCH_WRITES` sets the writes
 //! per run (default 10000); `FLEET_BENCH_CLIENTS` (say `64`) and `FLEET_BENCH_SYSTEMS`
 //! (say `quic,etcd`; of `quic`, `grpc`, `etcd`) narrow a run down, for profiling.
-//! Prints a Markdown table for `docs/benchmarks.md`.
+//! Prints a Markdown table for `docs/benchmarks.md`, with the CPU time the three
+//! servers together and the clients spent per write: when both cores are busy, that
+//! decides the throughput, and it varies less than wall-clock figures on a busy host.
 
 use std::time::Duration;
 
@@ -43,8 +45,9 @@ async fn fleet_runs(transport: &str, writes: usize) -> Result<Vec<LatencyRun>> {
     fleet.bootstrap("beast")?;
     let leader = fleet.wait_for_leader(None, Duration::from_secs(15))?;
     let mut runs = Vec::new();
+    let servers = fleet.pids();
     for clients in concurrency()? {
-        let run = LatencyRun::measure(clients, writes, |c| {
+        let run = LatencyRun::measure(clients, writes, &servers, |c| {
             let (dir, leader) = (fleet.dir().to_path_buf(), leader.clone());
             async move {
                 let client = TestClient::connect(&dir, &leader).await?;
@@ -72,9 +75,10 @@ async fn etcd_runs(writes: usize) -> Result<Vec<LatencyRun>> {
     let cluster = EtcdCluster::start().await?;
     let leader = cluster.leader_url(Duration::from_secs(30)).await?;
     let mut runs = Vec::new();
+    let servers = cluster.pids();
     for clients in concurrency()? {
         let leader = leader.clone();
-        let run = LatencyRun::measure(clients, writes, |c| {
+        let run = LatencyRun::measure(clients, writes, &servers, |c| {
             let leader = leader.clone();
             async move {
                 let client = pb::kv_client::KvClient::new(etcd::channel(&leader).await?);
@@ -126,12 +130,14 @@ fn concurrency() -> Result<Vec<usize>> {
 fn row(system: &str, run: &LatencyRun) -> String {
     let ms = |d: Duration| format!("{:.2}", d.as_secs_f64() * 1000.0);
     format!(
-        "| {system} | {} | {} | {} | {} | {:.0} |",
+        "| {system} | {} | {} | {} | {} | {:.0} | {:.0} | {:.0} |",
         run.clients,
         run.writes,
         ms(run.percentile(0.5)),
         ms(run.percentile(0.99)),
-        run.throughput()
+        run.throughput(),
+        run.server_cpu_per_write_us(),
+        run.client_cpu_per_write_us()
     )
 }
 
@@ -140,7 +146,7 @@ fn main() -> Result<()> {
         .ok()
         .and_then(|w| w.parse().ok())
         .unwrap_or(10_000);
-    // Two workers whatever `TOKIO_WORKER_THREADS` says (the fleetd processes read it).
+    // The clients run on two workers whatever `TOKIO_WORKER_THREADS` says.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -163,8 +169,10 @@ fn main() -> Result<()> {
         } else if with_etcd {
             eprintln!("etcd is not installed (Debian: apt-get install etcd-server); only Fleet was measured");
         }
-        println!("| system | clients | writes | p50 ms | p99 ms | writes/s |");
-        println!("|---|---|---|---|---|---|");
+        println!(
+            "| system | clients | writes | p50 ms | p99 ms | writes/s | server CPU µs/write | client CPU µs/write |"
+        );
+        println!("|---|---|---|---|---|---|---|---|");
         for row in rows {
             println!("{row}");
         }

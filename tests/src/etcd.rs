@@ -29,6 +29,11 @@ pub struct EtcdCluster {
 }
 
 impl EtcdCluster {
+    /// The process ids of the members that run.
+    pub fn pids(&self) -> Vec<u32> {
+        self.children.iter().flatten().map(Child::id).collect()
+    }
+
     /// Whether an `etcd` binary is on the `PATH`.
     pub fn available() -> bool {
         Command::new("etcd")

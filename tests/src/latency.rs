@@ -1,10 +1,11 @@
 //! `LatencyRun`: `clients` concurrent clients, each sending its share of `writes`
-//! one after another, and what came of it — latency percentiles and throughput.
+//! one after another, and what came of it — latency percentiles, throughput, and the
+//! CPU time the servers and the clients spent per write.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 /// The nearest-rank `quantile` of `samples` (0.5 for the median, 0.99 for p99);
 /// zero for no samples.
@@ -26,14 +27,20 @@ pub struct LatencyRun {
     pub elapsed: Duration,
     /// Every write's latency, sorted.
     pub latencies: Vec<Duration>,
+    /// CPU time (user and system) the server processes spent during the run.
+    pub server_cpu: Duration,
+    /// CPU time this process (the clients) spent during the run.
+    pub client_cpu: Duration,
 }
 
 impl LatencyRun {
     /// Runs `clients` tasks; task `c` calls `write(c, i)` for its writes in turn, each
-    /// made by `make_writer(c)` first (a connection per client).
+    /// made by `make_writer(c)` first (a connection per client). `servers` are the
+    /// process ids whose CPU time the run accounts for.
     pub async fn measure<W, Fut, M, MFut>(
         clients: usize,
         writes: usize,
+        servers: &[u32],
         make_writer: M,
     ) -> Result<Self>
     where
@@ -47,6 +54,7 @@ impl LatencyRun {
         for client in 0..clients {
             writers.push(make_writer(client).await?);
         }
+        let cpu_before = (cpu_time(servers)?, cpu_time(&[std::process::id()])?);
         let started = Instant::now();
         let tasks: Vec<_> = writers
             .into_iter()
@@ -67,12 +75,15 @@ impl LatencyRun {
             latencies.extend(task.await??);
         }
         let elapsed = started.elapsed();
+        let cpu_after = (cpu_time(servers)?, cpu_time(&[std::process::id()])?);
         latencies.sort();
         Ok(Self {
             clients,
             writes: latencies.len(),
             elapsed,
             latencies,
+            server_cpu: cpu_after.0.saturating_sub(cpu_before.0),
+            client_cpu: cpu_after.1.saturating_sub(cpu_before.1),
         })
     }
 
@@ -89,4 +100,42 @@ impl LatencyRun {
     pub fn throughput(&self) -> f64 {
         self.writes as f64 / self.elapsed.as_secs_f64()
     }
+
+    /// Microseconds of server CPU time per write (all servers together).
+    pub fn server_cpu_per_write_us(&self) -> f64 {
+        self.server_cpu.as_secs_f64() * 1e6 / self.writes.max(1) as f64
+    }
+
+    /// Microseconds of client CPU time per write.
+    pub fn client_cpu_per_write_us(&self) -> f64 {
+        self.client_cpu.as_secs_f64() * 1e6 / self.writes.max(1) as f64
+    }
+}
+
+/// Linux counts a process's CPU time in `/proc/<pid>/stat` in ticks of 1/100 s
+/// (`USER_HZ`, 100 on every architecture the kernel exports it as).
+const TICKS_PER_SEC: u64 = 100;
+
+/// The CPU time (user and system, all threads) the processes `pids` have spent.
+pub fn cpu_time(pids: &[u32]) -> Result<Duration> {
+    let mut ticks = 0;
+    for pid in pids {
+        let path = format!("/proc/{pid}/stat");
+        let stat = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+        // The command name, in parentheses, may hold spaces; the fields after it are
+        // numbered from 3 (`state`): `utime` is field 14, `stime` field 15.
+        let after_name = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest)
+            .with_context(|| format!("{path}: no `)` after the command name"))?;
+        let fields: Vec<&str> = after_name.split_whitespace().collect();
+        for field in [11, 12] {
+            let value: u64 = fields
+                .get(field)
+                .and_then(|v| v.parse().ok())
+                .with_context(|| format!("{path}: field {} is not a tick count", field + 3))?;
+            ticks += value;
+        }
+    }
+    Ok(Duration::from_millis(ticks * 1000 / TICKS_PER_SEC))
 }

@@ -203,6 +203,11 @@ impl ProcessFleet {
         Ok(())
     }
 
+    /// The process ids of the nodes that run.
+    pub fn pids(&self) -> Vec<u32> {
+        self.children.values().map(Child::id).collect()
+    }
+
     /// `kill -9` of `node`, waiting for it to be gone.
     pub fn kill(&mut self, node: &str) -> Result<()> {
         let mut child = self
