@@ -10,8 +10,14 @@
 //! callbacks, in the order they came. While one fsync runs the next jobs queue up and
 //! share the next one: under load, many entries ride on one fsync (group commit).
 //! The committed log id is written here too, so that recording it never costs Raft's
-//! task a write to RocksDB between a commit and its apply; nobody waits for it, and
-//! the next append's fsync covers it.
+//! task a write to RocksDB between a commit and its apply. Nobody waits for it, and
+//! recording it does not wake this thread: it is left in a [`PendingCommit`], and the
+//! next round writes it, with the next append (whose fsync covers it) or on its own
+//! when no job came for [`IDLE_SYNC_DELAY`] (or [`COMMIT_RECORD_DELAY`], if it was
+//! left while the thread slept). So at one write at a time the thread wakes once per
+//! write, not twice, and a commit is on disk within [`COMMIT_RECORD_DELAY`] at most.
+//! (A node that crashes before its newest commit is on disk restarts with that much
+//! less applied, and applies it again when the leader tells it the commit.)
 //!
 //! *Invariant:* a callback is completed `Ok` only after an fsync that began after its
 //! entries were written.
@@ -20,8 +26,8 @@
 //! [`LogTail`]: super::log_tail::LogTail
 
 use std::io;
-use std::sync::mpsc::{Receiver, Sender, channel};
-use std::sync::{Arc, Weak};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -52,13 +58,31 @@ enum Job {
         first: u64,
         done: oneshot::Sender<Result<(), String>>,
     },
-    /// Write the committed log id (delete it for `None`) with the next append, if one
-    /// comes within [`IDLE_SYNC_DELAY`], else on its own; fsync it either way.
-    Commit { committed: Option<LogId> },
     /// Answer once everything queued before is on disk.
     Barrier {
         done: oneshot::Sender<Result<(), String>>,
     },
+}
+
+/// The committed log id the next round writes (deletes, for `None`), if any.
+#[derive(Default)]
+struct PendingCommit(Mutex<Option<Option<LogId>>>);
+
+impl PendingCommit {
+    fn leave(&self, committed: Option<LogId>) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(committed);
+    }
+
+    fn take(&self) -> Option<Option<LogId>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).take()
+    }
+
+    fn is_waiting(&self) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
+    }
 }
 
 /// What waits for the fsync that ends a round.
@@ -88,6 +112,7 @@ pub(crate) struct LogWriter {
 
 struct WriterThread {
     queue: Option<Sender<Job>>,
+    commit: Arc<PendingCommit>,
     handle: Option<JoinHandle<()>>,
 }
 
@@ -114,9 +139,11 @@ impl LogWriter {
     ) -> Result<Self, StoreError> {
         let (queue, jobs) = channel();
         let db = Arc::downgrade(db);
+        let commit = Arc::new(PendingCommit::default());
+        let pending = Arc::clone(&commit);
         let handle = std::thread::Builder::new()
             .name("fleet-log-writer".into())
-            .spawn(move || run(&db, &tail, &sizes, &jobs))
+            .spawn(move || run(&db, &tail, &sizes, &jobs, &pending))
             .map_err(|source| StoreError::Thread {
                 what: "the log writer",
                 source,
@@ -124,6 +151,7 @@ impl LogWriter {
         Ok(Self {
             thread: Arc::new(WriterThread {
                 queue: Some(queue),
+                commit,
                 handle: Some(handle),
             }),
         })
@@ -155,8 +183,7 @@ impl LogWriter {
 
     /// Records `committed` as the committed log id, without waiting for it.
     pub(crate) fn commit(&self, committed: Option<LogId>) {
-        // A stopped writer means the store is being dropped: nothing left to record.
-        let _ = self.send(Job::Commit { committed });
+        self.thread.commit.leave(committed);
     }
 
     /// Returns once everything queued before is written and on disk.
@@ -187,66 +214,95 @@ impl LogWriter {
     }
 }
 
-/// How long a write that nobody waits for (the committed log id) is held back, so
+/// How long a committed log id left before the thread went to sleep is held back, so
 /// that the next append's fsync covers it instead of running just before it.
 const IDLE_SYNC_DELAY: Duration = Duration::from_millis(5);
 
-fn run(db: &Weak<DB>, tail: &LogTail, sizes: &StoreSizes, jobs: &Receiver<Job>) {
-    while let Ok(first) = jobs.recv() {
-        let mut round: Vec<Job> = std::iter::once(first).chain(jobs.try_iter()).collect();
-        if round.iter().all(|job| matches!(job, Job::Commit { .. }))
-            && let Ok(next) = jobs.recv_timeout(IDLE_SYNC_DELAY)
-        {
-            round.push(next);
-            round.extend(jobs.try_iter());
-        }
-        let Some(db) = db.upgrade() else {
-            let closed = "the database was closed before the log was written".to_string();
-            for waiter in round.into_iter().filter_map(waiter_of) {
-                waiter.complete(Err(closed.clone()));
-            }
-            continue;
+/// How long the thread sleeps at most with nothing to write: a committed log id left
+/// while it slept is written after this long if no job comes first.
+const COMMIT_RECORD_DELAY: Duration = Duration::from_millis(50);
+
+fn run(
+    db: &Weak<DB>,
+    tail: &LogTail,
+    sizes: &StoreSizes,
+    jobs: &Receiver<Job>,
+    commit: &PendingCommit,
+) {
+    loop {
+        let sleep = if commit.is_waiting() {
+            IDLE_SYNC_DELAY
+        } else {
+            COMMIT_RECORD_DELAY
         };
-        // Only the newest committed log id of a round needs writing.
-        let newest_commit = round
-            .iter()
-            .rposition(|job| matches!(job, Job::Commit { .. }));
-        let mut waiters = Vec::with_capacity(round.len());
-        let mut failed: Option<String> = None;
-        for (position, job) in round.into_iter().enumerate() {
-            let result = match &job {
-                Job::Append { entries, .. } => write_entries(&db, entries, tail, sizes),
-                Job::Truncate { first, .. } => delete_from(&db, *first),
-                Job::Commit { committed } if Some(position) == newest_commit => {
-                    write_committed(&db, *committed)
-                }
-                Job::Commit { .. } | Job::Barrier { .. } => Ok(()),
-            };
-            if let Err(error) = result {
-                failed.get_or_insert(error.to_string());
-            }
-            waiters.extend(waiter_of(job));
-        }
-        let synced = match failed {
-            Some(reason) => Err(reason),
-            None => db
-                .flush_wal(true)
-                .map_err(|e| format!("fsync of the write-ahead log failed: {e}")),
+        let (first, closed) = match jobs.recv_timeout(sleep) {
+            Ok(job) => (Some(job), false),
+            Err(RecvTimeoutError::Timeout) => (None, false),
+            Err(RecvTimeoutError::Disconnected) => (None, true),
         };
-        if let Err(reason) = &synced {
-            tracing::error!(%reason, "log writes not durable");
+        let round: Vec<Job> = first.into_iter().chain(jobs.try_iter()).collect();
+        let committed = commit.take();
+        if !round.is_empty() || committed.is_some() {
+            run_round(db, tail, sizes, round, committed);
         }
-        for waiter in waiters {
-            waiter.complete(synced.clone());
+        if closed {
+            break;
         }
     }
 }
 
-fn waiter_of(job: Job) -> Option<Waiter> {
+/// Writes the jobs of `round` in order and then `committed` (when there is one), fsyncs
+/// once, and completes the waiters.
+fn run_round(
+    db: &Weak<DB>,
+    tail: &LogTail,
+    sizes: &StoreSizes,
+    round: Vec<Job>,
+    committed: Option<Option<LogId>>,
+) {
+    let Some(db) = db.upgrade() else {
+        let closed = "the database was closed before the log was written".to_string();
+        for waiter in round.into_iter().map(waiter_of) {
+            waiter.complete(Err(closed.clone()));
+        }
+        return;
+    };
+    let mut waiters = Vec::with_capacity(round.len());
+    let mut failed: Option<String> = None;
+    for job in round {
+        let result = match &job {
+            Job::Append { entries, .. } => write_entries(&db, entries, tail, sizes),
+            Job::Truncate { first, .. } => delete_from(&db, *first),
+            Job::Barrier { .. } => Ok(()),
+        };
+        if let Err(error) = result {
+            failed.get_or_insert(error.to_string());
+        }
+        waiters.push(waiter_of(job));
+    }
+    if let Some(committed) = committed
+        && let Err(error) = write_committed(&db, committed)
+    {
+        failed.get_or_insert(error.to_string());
+    }
+    let synced = match failed {
+        Some(reason) => Err(reason),
+        None => db
+            .flush_wal(true)
+            .map_err(|e| format!("fsync of the write-ahead log failed: {e}")),
+    };
+    if let Err(reason) = &synced {
+        tracing::error!(%reason, "log writes not durable");
+    }
+    for waiter in waiters {
+        waiter.complete(synced.clone());
+    }
+}
+
+fn waiter_of(job: Job) -> Waiter {
     match job {
-        Job::Append { flushed, .. } => Some(Waiter::Flushed(flushed)),
-        Job::Truncate { done, .. } | Job::Barrier { done } => Some(Waiter::Done(done)),
-        Job::Commit { .. } => None,
+        Job::Append { flushed, .. } => Waiter::Flushed(flushed),
+        Job::Truncate { done, .. } | Job::Barrier { done } => Waiter::Done(done),
     }
 }
 
