@@ -407,7 +407,8 @@ fn node_config_toml(fleet: &str, member: &Member, members: &[Member]) -> String 
          # Election timeout range, ms.\n\
          election_timeout_min_ms = 200\n\
          election_timeout_max_ms = 400\n\
-         # Snapshot (and purge the log) every this many entries.\n\
+         # Snapshot (and purge the log) after at least this many entries, once the\n\
+         # log since the last snapshot is as large as that snapshot.\n\
          snapshot_every_logs = 5000\n\
          # Entries kept before the snapshot when the log is purged.\n\
          logs_kept_after_snapshot = 1000\n\

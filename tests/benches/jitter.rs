@@ -52,10 +52,12 @@ async fn relay_raft_traffic(fleet: &ProcessFleet) -> Result<Vec<JitterRelay>> {
     Ok(relays)
 }
 
-/// `(epoch, term)` as a survivor sees them.
-async fn epoch_and_term(fleet: &ProcessFleet) -> Result<(u64, u64)> {
-    let mut client = fleet.client("5070").await?;
-    let epoch = match client.read(&Query::Overview, false, 0).await? {
+/// `(epoch, term)` as `node` sees them, the epoch read linearizably: a follower's own
+/// state may not have applied the newest roles yet (with 10–90 ms round trips, a
+/// plain read just after the bootstrap can see the epoch before the first roles).
+async fn epoch_and_term(fleet: &ProcessFleet, node: &str) -> Result<(u64, u64)> {
+    let mut client = fleet.client(node).await?;
+    let epoch = match client.read(&Query::Overview, true, 0).await? {
         QueryAnswer::Overview { roles, .. } => roles.epoch,
         other => bail!("unexpected answer {other:?}"),
     };
@@ -80,7 +82,7 @@ fn main() -> Result<()> {
         fleet.wait_for_status("beast primary and leader", Duration::from_secs(30), |s| {
             s["primary"] == "beast" && s["note_taker"] == "beast" && s["leader"] == "beast"
         })?;
-        let (epoch_before, term_before) = epoch_and_term(&fleet).await?;
+        let (epoch_before, term_before) = epoch_and_term(&fleet, "beast").await?;
         let mut client = fleet.client("beast").await?;
         let started = Instant::now();
         let (mut writes, mut failed) = (0u64, 0u64);
@@ -94,7 +96,7 @@ fn main() -> Result<()> {
             writes += 1;
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        let (epoch_after, term_after) = epoch_and_term(&fleet).await?;
+        let (epoch_after, term_after) = epoch_and_term(&fleet, "5070").await?;
         latencies.sort();
         let p50 = latencies
             .get(latencies.len() / 2)

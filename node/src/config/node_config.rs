@@ -27,11 +27,11 @@ use crate::state::{NodeName, RuleViolation};
 /// `raft.heartbeat_ms` (`__` separates the levels).
 pub const ENV_PREFIX: &str = "FLEET_";
 
-/// The top-level keys. Environment variables with the prefix but another first
-/// level (`FLEET_CONFIG`, say, for a launcher) are left alone rather than refused.
 /// The most worker threads a node may ask for.
 pub const WORKER_THREADS_MAX: usize = 64;
 
+/// The top-level keys. Environment variables with the prefix but another first
+/// level (`FLEET_CONFIG`, say, for a launcher) are left alone rather than refused.
 const TOP_LEVEL_KEYS: [&str; 18] = [
     "name",
     "pid_file",
