@@ -67,20 +67,11 @@ pub async fn run_snapshot_pacer(node: Arc<FleetNode>, pacer: SnapshotPacer) {
             requested = None;
         }
         let log_bytes = sizes.log_bytes_written() - log_bytes_at_snapshot;
+        let snapshot_bytes = sizes.snapshot_bytes();
         if requested.is_none()
-            && pacer.is_due(
-                applied.saturating_sub(since),
-                log_bytes,
-                sizes.snapshot_bytes(),
-            )
+            && pacer.is_due(applied.saturating_sub(since), log_bytes, snapshot_bytes)
         {
-            tracing::debug!(
-                applied,
-                since,
-                log_bytes,
-                snapshot_bytes = sizes.snapshot_bytes(),
-                "snapshot due"
-            );
+            tracing::debug!(applied, since, log_bytes, snapshot_bytes, "snapshot due");
             if node.raft.trigger().snapshot().await.is_err() {
                 return;
             }

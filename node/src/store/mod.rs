@@ -25,8 +25,8 @@
 //!   current snapshot, which snapshots are paced by.
 //! - [`error`]: `StoreError`, naming the path, column family and operation that failed.
 //! - `database`: the column families, opening, synced and unsynced writes.
-//! - `log_writer`: `LogWriter`, the thread that writes appends and truncations, one
-//!   fsync for every job waiting, then their callbacks.
+//! - `log_writer`: `LogWriter`, the thread that writes appends, truncations and the
+//!   newest committed log id, one fsync for every job waiting, then their callbacks.
 //! - `log_tail`: `LogTail`, the newest log entries in memory: those not yet in RocksDB,
 //!   readable meanwhile, and the most recent written ones, for replication.
 
