@@ -8,9 +8,10 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
+use fleet_node::api::api_connection::{ApiConnection, CallerCertificates};
 use fleet_node::identity::{
     CaCert, FleetCa, IdentityError, IssuedNodeCert, NodeIdentity, RAFT_ALPN, api_client_tls,
-    api_server_tls, dns_name, node_name_from_cert, raft_client_config, raft_server_config,
+    api_server_config, dns_name, node_name_from_cert, raft_client_config, raft_server_config,
 };
 use fleet_proto::raft::RaftMessage;
 use fleet_proto::raft::raft_transport_client::RaftTransportClient;
@@ -310,8 +311,7 @@ impl RaftTransport for WhoAmI {
         &self,
         request: tonic::Request<RaftMessage>,
     ) -> Result<tonic::Response<RaftMessage>, tonic::Status> {
-        let from = request
-            .peer_certs()
+        let from = CallerCertificates::of(&request)
             .and_then(|chain| chain.first().and_then(node_name_from_cert))
             .unwrap_or_default();
         Ok(tonic::Response::new(RaftMessage {
@@ -371,13 +371,14 @@ async fn the_api_admits_anonymous_and_fleet_callers_and_refuses_foreign_certific
     let ca = fleet.ca.ca_cert().clone();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
+    let tls = Arc::new(api_server_config(&fleet.beast, &ca).unwrap());
     let server = tonic::transport::Server::builder()
-        .tls_config(api_server_tls(&fleet.beast, &ca))
-        .unwrap()
         .add_service(RaftTransportServer::new(WhoAmI))
-        .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener));
+        .serve_with_incoming(ApiConnection::accept_all(listener, tls));
     let server = tokio::spawn(server);
 
+    // A caller that connects and never starts its handshake holds nobody else up.
+    let _silent = tokio::net::TcpStream::connect(address).await.unwrap();
     assert_eq!(
         who_am_i(address, ca.pem(), None, "beast").await.unwrap(),
         "",

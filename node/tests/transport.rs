@@ -12,6 +12,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use bytes::Bytes;
+use fleet_node::api::api_connection::ApiConnection;
+use fleet_node::identity::{CaCert, NodeIdentity, api_server_config};
 use fleet_node::transport::{
     AutoClient, GrpcClient, GrpcRaftService, QuicConnector, QuicServer, RpcClient, RpcHandler,
     RpcKind, TransportError,
@@ -28,8 +30,7 @@ use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use rustls::server::WebPkiClientVerifier;
 use tokio::task::JoinHandle;
-use tokio_stream::wrappers::TcpListenerStream;
-use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity, Server, ServerTlsConfig};
+use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity, Server};
 
 /// Generous: these tests assert behaviour, not speed.
 const TIMEOUT: Duration = Duration::from_secs(5);
@@ -164,16 +165,14 @@ impl Drop for GrpcServer {
 async fn start_grpc(ca: &TestCa, node: &NodeCert, handler: Arc<EchoHandler>) -> Result<GrpcServer> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
-    let tls = ServerTlsConfig::new()
-        .identity(node.identity())
-        .client_ca_root(ca.pem())
-        .client_auth_optional(true);
-    let router = Server::builder()
-        .tls_config(tls)?
-        .add_service(GrpcRaftService::new(handler).into_server());
+    let tls = api_server_config(
+        &NodeIdentity::from_pem(&node.cert_pem, &node.key_pem)?,
+        &CaCert::from_der(ca.der()),
+    )?;
+    let router = Server::builder().add_service(GrpcRaftService::new(handler).into_server());
     let task = tokio::spawn(async move {
         router
-            .serve_with_incoming(TcpListenerStream::new(listener))
+            .serve_with_incoming(ApiConnection::accept_all(listener, Arc::new(tls)))
             .await
             .expect("the gRPC test server runs");
     });

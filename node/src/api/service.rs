@@ -8,6 +8,7 @@ use fleet_proto::api as wire;
 use fleet_proto::api::fleet_server::{Fleet, FleetServer};
 use tonic::{Request, Response, Status};
 
+use super::api_connection::CallerCertificates;
 use super::auth::{Authenticator, Credentials};
 use super::error::ApiError;
 use super::query::Query;
@@ -69,9 +70,8 @@ impl FleetApi {
         // Only a forwarded call or one without a token is judged by the caller's
         // certificate; parsing it costs every other call for nothing.
         let peer_node = if forwarded_actor.is_some() || token.is_none() {
-            request
-                .peer_certs()
-                .and_then(|certs| certs.first().and_then(crate::identity::node_name_from_cert))
+            CallerCertificates::of(request)
+                .and_then(|chain| chain.first().and_then(crate::identity::node_name_from_cert))
         } else {
             None
         };

@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use rustls::crypto::CryptoProvider;
 use rustls::server::WebPkiClientVerifier;
-use rustls::{ClientConfig, ServerConfig};
-use tonic::transport::{Certificate, ClientTlsConfig, Identity, ServerTlsConfig};
+use rustls::{ClientConfig, ServerConfig, SupportedProtocolVersion};
+use tonic::transport::{Certificate, ClientTlsConfig, Identity};
 
 use super::ca_cert::CaCert;
 use super::error::IdentityError;
@@ -34,22 +34,52 @@ pub fn raft_server_config(
     identity: &NodeIdentity,
     ca: &CaCert,
 ) -> Result<ServerConfig, IdentityError> {
+    server_config(
+        "Raft server",
+        identity,
+        ca,
+        ClientCertificate::Required,
+        &[&rustls::version::TLS13],
+        RAFT_ALPN,
+    )
+}
+
+/// Whether a server requires a client certificate (of the fleet CA either way).
+enum ClientCertificate {
+    Required,
+    Optional,
+}
+
+/// A server configuration named `name` (for errors) that presents `identity` and
+/// verifies client certificates against the fleet CA.
+fn server_config(
+    name: &'static str,
+    identity: &NodeIdentity,
+    ca: &CaCert,
+    client: ClientCertificate,
+    versions: &[&'static SupportedProtocolVersion],
+    alpn: &[u8],
+) -> Result<ServerConfig, IdentityError> {
     let error = |reason: String| IdentityError::Tls {
-        config: "Raft server",
+        config: name,
         reason,
     };
     let provider = crypto_provider();
     let verifier =
-        WebPkiClientVerifier::builder_with_provider(Arc::new(ca.root_store()?), provider.clone())
-            .build()
-            .map_err(|e| error(e.to_string()))?;
+        WebPkiClientVerifier::builder_with_provider(Arc::new(ca.root_store()?), provider.clone());
+    let verifier = match client {
+        ClientCertificate::Required => verifier,
+        ClientCertificate::Optional => verifier.allow_unauthenticated(),
+    }
+    .build()
+    .map_err(|e| error(e.to_string()))?;
     let mut config = ServerConfig::builder_with_provider(provider)
-        .with_protocol_versions(&[&rustls::version::TLS13])
+        .with_protocol_versions(versions)
         .map_err(|e| error(e.to_string()))?
         .with_client_cert_verifier(verifier)
         .with_single_cert(identity.cert_chain.clone(), identity.key.clone_key())
         .map_err(|e| error(format!("the node certificate or key is unusable: {e}")))?;
-    config.alpn_protocols = vec![RAFT_ALPN.to_vec()];
+    config.alpn_protocols = vec![alpn.to_vec()];
     Ok(config)
 }
 
@@ -74,22 +104,25 @@ pub fn raft_client_config(
     Ok(config)
 }
 
-/// The client API's server TLS configuration for tonic: presents this node's
-/// certificate; client certificates are optional, but one that is presented must
-/// chain to the fleet CA (the handshake fails otherwise). The Raft gRPC fallback
+/// The ALPN protocol of the client API: gRPC runs over HTTP/2.
+pub const API_ALPN: &[u8] = b"h2";
+
+/// The client API's server TLS configuration: presents this node's certificate;
+/// client certificates are optional, but one that is presented must chain to the
+/// fleet CA (the handshake fails otherwise). ALPN [`API_ALPN`]. The Raft gRPC fallback
 /// shares this port, so its handler must itself require a peer certificate.
-///
-/// tonic builds this rustls configuration with the default provider; ring is the
-/// only one compiled into the workspace, so that is ring too. Enabling another
-/// provider (aws-lc-rs) anywhere would require installing ring as the process default.
-pub fn api_server_tls(identity: &NodeIdentity, ca: &CaCert) -> ServerTlsConfig {
-    ServerTlsConfig::new()
-        .identity(Identity::from_pem(
-            identity.cert_chain_pem(),
-            identity.key_pem(),
-        ))
-        .client_ca_root(Certificate::from_pem(ca.pem()))
-        .client_auth_optional(true)
+pub fn api_server_config(
+    identity: &NodeIdentity,
+    ca: &CaCert,
+) -> Result<ServerConfig, IdentityError> {
+    server_config(
+        "client API server",
+        identity,
+        ca,
+        ClientCertificate::Optional,
+        rustls::DEFAULT_VERSIONS,
+        API_ALPN,
+    )
 }
 
 /// The client API's client TLS configuration for tonic: trusts only the fleet CA

@@ -11,8 +11,6 @@ use openraft::SnapshotPolicy;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
-use tokio_stream::StreamExt;
-use tokio_stream::wrappers::TcpListenerStream;
 use tonic::transport::{Certificate, Identity};
 
 use super::driver::run_driver;
@@ -23,6 +21,7 @@ use super::forwarder::Forwarder;
 use super::health::{HealthSettings, run_health_monitor};
 use super::snapshot_pacer::{SnapshotPacer, run_snapshot_pacer};
 use super::succession::{SuccessionSettings, run_succession};
+use crate::api::api_connection::ApiConnection;
 use crate::api::auth::Authenticator;
 use crate::api::service::FleetApi;
 use crate::config::{NodeConfig, TransportMode};
@@ -125,18 +124,6 @@ impl ClientMaker for TransportMaker {
         };
         Ok(self.isolation.client(client, &peer.name))
     }
-}
-
-/// The accepted connections of `listener` with Nagle's algorithm off: a small reply
-/// must not wait for the client's delayed acknowledgement (some 40 ms on Linux).
-fn without_nagle(
-    listener: TcpListener,
-) -> impl tokio_stream::Stream<Item = std::io::Result<tokio::net::TcpStream>> {
-    TcpListenerStream::new(listener).map(|accepted| {
-        let stream = accepted?;
-        stream.set_nodelay(true)?;
-        Ok(stream)
-    })
 }
 
 /// Starts a node from its config.
@@ -269,14 +256,16 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
             reason: e.to_string(),
         })?;
     let (stop_api, stopped) = oneshot::channel::<()>();
+    let api_tls = tls::api_server_config(&me, &ca).map_err(identity_error)?;
     let api = tonic::transport::Server::builder()
-        .tls_config(tls::api_server_tls(&me, &ca))
-        .map_err(|e| StartError::Identity(e.to_string()))?
         .add_service(FleetApi::new(node.clone(), auth).into_server())
         .add_service(GrpcRaftService::new(handler).into_server())
-        .serve_with_incoming_shutdown(without_nagle(listener), async {
-            let _ = stopped.await;
-        });
+        .serve_with_incoming_shutdown(
+            ApiConnection::accept_all(listener, Arc::new(api_tls)),
+            async {
+                let _ = stopped.await;
+            },
+        );
     let api_task = tokio::spawn(async move {
         if let Err(error) = api.await {
             tracing::error!(error = %error, "client API server stopped");

@@ -162,22 +162,8 @@ impl LogTail {
 
 #[cfg(test)]
 mod tests {
-    use openraft::RaftTypeConfig;
-    use openraft::entry::RaftEntry;
-    use openraft::vote::RaftLeaderIdExt;
-
     use super::*;
-
-    fn log_id(term: u64, index: u64) -> LogId {
-        LogId::new(
-            <FleetRaft as RaftTypeConfig>::LeaderId::new_committed(term, 1),
-            index,
-        )
-    }
-
-    fn blanks(term: u64, indexes: std::ops::Range<u64>) -> Vec<Entry> {
-        indexes.map(|i| Entry::new_blank(log_id(term, i))).collect()
-    }
+    use crate::store::test_entries::{blanks, log_id};
 
     fn held_indexes(tail: &LogTail) -> Vec<u64> {
         tail.read(0, None, usize::MAX)

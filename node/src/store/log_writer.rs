@@ -4,13 +4,15 @@
 //! openraft asks `append` to return as soon as the entries are readable and to report
 //! durability later through their `IOFlushed` callback. The [`LogStore`] therefore
 //! only puts the entries in the [`LogTail`] (readable from there) and queues them here.
-//! This thread takes every job that is waiting, in order: it encodes and writes each
-//! append (without syncing), marks in the [`LogTail`] what RocksDB now holds, applies
-//! truncations, then fsyncs RocksDB's write-ahead log once and only then completes the
-//! callbacks, in the order they came. While one fsync runs the next jobs queue up and
-//! share the next one: under load, many entries ride on one fsync (group commit).
-//! The committed log id is written here too, so that recording it never costs Raft's
-//! task a write to RocksDB between a commit and its apply. Nobody waits for it, and
+//! This thread takes every job that is waiting and gathers them, in order, into one
+//! `WriteBatch` (appends encoded, truncations as range deletes), writes that batch
+//! with one write (without syncing), marks in the [`LogTail`] what RocksDB now holds,
+//! then fsyncs RocksDB's write-ahead log once and only then completes the callbacks,
+//! in the order they came. While one fsync runs the next jobs queue up and share the
+//! next one: under load, many entries ride on one fsync (group commit).
+//! The committed log id goes into the same batch, so that recording it never costs
+//! Raft's task a write to RocksDB between a commit and its apply, nor this thread a
+//! write of its own. Nobody waits for it, and
 //! recording it does not wake this thread: it is left in a [`PendingCommit`], and the
 //! next round writes it, with the next append (whose fsync covers it) or on its own
 //! when no job came for [`IDLE_SYNC_DELAY`] (or [`COMMIT_RECORD_DELAY`], if it was
@@ -251,8 +253,8 @@ fn run(
     }
 }
 
-/// Writes the jobs of `round` in order and then `committed` (when there is one), fsyncs
-/// once, and completes the waiters.
+/// Gathers the jobs of `round`, in order, and then `committed` (when there is one)
+/// into one batch, writes it, fsyncs once, and completes the waiters.
 fn run_round(
     db: &Weak<DB>,
     tail: &LogTail,
@@ -260,43 +262,48 @@ fn run_round(
     round: Vec<Job>,
     committed: Option<Option<LogId>>,
 ) {
-    let Some(db) = db.upgrade() else {
-        let closed = "the database was closed before the log was written".to_string();
-        for waiter in round.into_iter().map(waiter_of) {
-            waiter.complete(Err(closed.clone()));
-        }
-        return;
-    };
-    let mut waiters = Vec::with_capacity(round.len());
-    let mut failed: Option<String> = None;
-    for job in round {
-        let result = match &job {
-            Job::Append { entries, .. } => write_entries(&db, entries, tail, sizes),
-            Job::Truncate { first, .. } => delete_from(&db, *first),
-            Job::Barrier { .. } => Ok(()),
-        };
-        if let Err(error) = result {
-            failed.get_or_insert(error.to_string());
-        }
-        waiters.push(waiter_of(job));
-    }
-    if let Some(committed) = committed
-        && let Err(error) = write_committed(&db, committed)
-    {
-        failed.get_or_insert(error.to_string());
-    }
-    let synced = match failed {
-        Some(reason) => Err(reason),
-        None => db
-            .flush_wal(true)
-            .map_err(|e| format!("fsync of the write-ahead log failed: {e}")),
+    let synced = match db.upgrade() {
+        Some(db) => write_round(&db, &round, committed, tail, sizes),
+        None => Err("the database was closed before the log was written".to_string()),
     };
     if let Err(reason) = &synced {
         tracing::error!(%reason, "log writes not durable");
     }
-    for waiter in waiters {
-        waiter.complete(synced.clone());
+    for job in round {
+        waiter_of(job).complete(synced.clone());
     }
+}
+
+/// Writes the round's one batch, marks its entries written in `tail`, counts their
+/// bytes in `sizes`, and fsyncs.
+fn write_round(
+    db: &DB,
+    round: &[Job],
+    committed: Option<Option<LogId>>,
+    tail: &LogTail,
+    sizes: &StoreSizes,
+) -> Result<(), String> {
+    let mut batch = WriteBatch::default();
+    let mut written = Vec::new();
+    for job in round {
+        match job {
+            Job::Append { entries, .. } => put_entries(&mut batch, db, entries, &mut written),
+            Job::Truncate { first, .. } => delete_from(&mut batch, db, *first),
+            Job::Barrier { .. } => Ok(()),
+        }
+        .map_err(|error| error.to_string())?;
+    }
+    if let Some(committed) = committed {
+        put_committed(&mut batch, db, committed).map_err(|error| error.to_string())?;
+    }
+    if !batch.is_empty() {
+        write_unsynced(db, batch, "log+meta", || describe(round, committed))
+            .map_err(|error| error.to_string())?;
+        tail.written(&written);
+        sizes.add_log_bytes(written.iter().map(|(_, bytes)| *bytes as u64).sum());
+    }
+    db.flush_wal(true)
+        .map_err(|e| format!("fsync of the write-ahead log failed: {e}"))
 }
 
 fn waiter_of(job: Job) -> Waiter {
@@ -306,51 +313,130 @@ fn waiter_of(job: Job) -> Waiter {
     }
 }
 
-/// Encodes and writes `entries` in one batch, then marks them written in `tail` and
-/// counts their bytes in `sizes`.
-fn write_entries(
+/// Names what a round writes, for an error.
+fn describe(round: &[Job], committed: Option<Option<LogId>>) -> String {
+    let mut parts: Vec<String> = round
+        .iter()
+        .filter_map(|job| match job {
+            Job::Append { entries, .. } => {
+                let (first, last) = (entries.first()?, entries.last()?);
+                Some(format!(
+                    "log entries {}..={}",
+                    first.log_id.index, last.log_id.index
+                ))
+            }
+            Job::Truncate { first, .. } => {
+                Some(format!("truncation of the log from index {first}"))
+            }
+            Job::Barrier { .. } => None,
+        })
+        .collect();
+    if committed.is_some() {
+        parts.push(format!("`{KEY_COMMITTED}`"));
+    }
+    parts.join(", ")
+}
+
+/// Encodes `entries` into `batch` and notes each one's log id and size in `written`.
+fn put_entries(
+    batch: &mut WriteBatch,
     db: &DB,
     entries: &[Entry],
-    tail: &LogTail,
-    sizes: &StoreSizes,
+    written: &mut Vec<(LogId, usize)>,
 ) -> Result<(), StoreError> {
-    let (Some(first), Some(last)) = (entries.first(), entries.last()) else {
-        return Ok(());
-    };
     let family = column_family(db, CF_LOG)?;
-    let mut batch = WriteBatch::default();
-    let mut written = Vec::with_capacity(entries.len());
     for entry in entries {
         let encoded = to_json(entry, "a log entry")?;
         written.push((entry.log_id, encoded.len()));
         batch.put_cf(family, entry.log_id.index.to_be_bytes(), encoded);
     }
-    let (first, last) = (first.log_id.index, last.log_id.index);
-    write_unsynced(db, batch, CF_LOG, || {
-        format!("log entries {first}..={last}")
-    })?;
-    tail.written(&written);
-    sizes.add_log_bytes(written.iter().map(|(_, bytes)| *bytes as u64).sum());
     Ok(())
 }
 
-/// Writes the committed log id to the meta column family.
-fn write_committed(db: &DB, committed: Option<LogId>) -> Result<(), StoreError> {
+/// Puts the committed log id (or its deletion, for `None`) into `batch`.
+fn put_committed(
+    batch: &mut WriteBatch,
+    db: &DB,
+    committed: Option<LogId>,
+) -> Result<(), StoreError> {
     let family = column_family(db, CF_META)?;
-    let mut batch = WriteBatch::default();
     match committed {
         Some(log_id) => batch.put_cf(family, KEY_COMMITTED, to_json(&log_id, KEY_COMMITTED)?),
         None => batch.delete_cf(family, KEY_COMMITTED),
     }
-    write_unsynced(db, batch, CF_META, || format!("`{KEY_COMMITTED}`"))
+    Ok(())
 }
 
-/// Deletes the log from index `first` on.
-fn delete_from(db: &DB, first: u64) -> Result<(), StoreError> {
+/// Puts the deletion of the log from index `first` on into `batch`.
+fn delete_from(batch: &mut WriteBatch, db: &DB, first: u64) -> Result<(), StoreError> {
     let family = column_family(db, CF_LOG)?;
-    let mut batch = WriteBatch::default();
-    super::log_store::delete_indexes(&mut batch, family, first, u64::MAX);
-    write_unsynced(db, batch, CF_LOG, || {
-        format!("truncation of the log from index {first}")
-    })
+    super::log_store::delete_indexes(batch, family, first, u64::MAX);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use rocksdb::IteratorMode;
+
+    use super::*;
+    use crate::store::database::{open, read_json};
+    use crate::store::test_entries::{blanks, log_id};
+
+    fn append(entries: Vec<Entry>) -> Job {
+        Job::Append {
+            entries,
+            flushed: IOFlushed::noop(),
+        }
+    }
+
+    /// The log ids of the entries in RocksDB, in index order.
+    fn stored_log(db: &DB) -> Vec<LogId> {
+        let family = column_family(db, CF_LOG).unwrap();
+        db.iterator_cf(family, IteratorMode::Start)
+            .map(|item| {
+                let (_, value) = item.unwrap();
+                let entry: Entry = serde_json::from_slice(&value).unwrap();
+                entry.log_id
+            })
+            .collect()
+    }
+
+    #[test]
+    fn one_round_applies_its_jobs_in_order_in_one_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = open(dir.path()).unwrap();
+        let (tail, sizes) = (LogTail::default(), StoreSizes::default());
+        // What the log store does before queueing each job: the tail runs ahead.
+        let (old, new) = (blanks(1, 1..=3), blanks(2, 2..=2));
+        tail.insert(&old);
+        tail.truncate_from(2);
+        tail.insert(&new);
+        let round = [
+            append(old),
+            Job::Barrier {
+                done: oneshot::channel().0,
+            },
+            Job::Truncate {
+                first: 2,
+                done: oneshot::channel().0,
+            },
+            append(new),
+        ];
+
+        write_round(&db, &round, Some(Some(log_id(2, 2))), &tail, &sizes).unwrap();
+
+        assert_eq!(
+            stored_log(&db),
+            [log_id(1, 1), log_id(2, 2)],
+            "3 truncated, 2 replaced"
+        );
+        let committed: Option<LogId> = read_json(&db, CF_META, KEY_COMMITTED).unwrap();
+        assert_eq!(committed, Some(log_id(2, 2)));
+        assert!(sizes.log_bytes_written() > 0);
+
+        // A later round that only deletes the committed id.
+        write_round(&db, &[], Some(None), &tail, &sizes).unwrap();
+        let committed: Option<LogId> = read_json(&db, CF_META, KEY_COMMITTED).unwrap();
+        assert_eq!(committed, None);
+    }
 }

@@ -38,6 +38,8 @@ mod log_writer;
 pub mod state_handle;
 pub mod state_machine_store;
 pub mod store_sizes;
+#[cfg(test)]
+mod test_entries;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -10,6 +10,7 @@ use tonic::{Request, Response, Status};
 use tracing::{debug, instrument, warn};
 
 use super::{ENCODING_VERSION, MESSAGE_MAX_BYTES};
+use crate::api::api_connection::CallerCertificates;
 use crate::transport::peer_name::node_name_from_chain;
 use crate::transport::{PAYLOAD_MAX_BYTES, RpcHandler, RpcKind};
 
@@ -96,13 +97,13 @@ fn reply_envelope() -> RaftMessage {
 
 /// The caller's node name from its verified client certificate.
 fn caller_name(request: &Request<RaftMessage>) -> Result<String, Status> {
-    let Some(chain) = request.peer_certs().filter(|chain| !chain.is_empty()) else {
+    let Some(chain) = CallerCertificates::of(request) else {
         warn!("refused a Raft call without a client certificate");
         return Err(Status::unauthenticated(
             "Raft RPCs need a fleet node certificate; this call presented none",
         ));
     };
-    node_name_from_chain(&chain).map_err(|reason| {
+    node_name_from_chain(chain).map_err(|reason| {
         warn!(%reason, "refused a Raft call");
         Status::permission_denied(reason)
     })
