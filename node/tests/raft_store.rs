@@ -275,6 +275,7 @@ async fn a_snapshot_restores_the_state_and_the_committed_log_is_applied_after_it
         log_id(1, 5),
         command(Request::OpenDeliberation(open("second"))),
     );
+    let second_bytes = serde_json::to_vec(&second).expect("encode").len() as u64;
     let (state_at_snapshot, state_after_log, snapshot_meta) = {
         let (effects, mut applied_effects) = mpsc::unbounded_channel();
         let (mut log, mut state_machine, handle) = open_store(dir.path(), effects).expect("open");
@@ -332,6 +333,11 @@ async fn a_snapshot_restores_the_state_and_the_committed_log_is_applied_after_it
         "restored from the snapshot"
     );
     assert_eq!(handle.applied_index(), 4);
+    assert_eq!(
+        handle.sizes().log_bytes_written(),
+        second_bytes,
+        "the log above the snapshot counts as written since it, for the snapshot pacer"
+    );
     let (last_applied, membership) = state_machine.applied_state().await.expect("applied");
     assert_eq!(last_applied, Some(log_id(1, 4)));
     assert_eq!(membership, snapshot_meta.last_membership);

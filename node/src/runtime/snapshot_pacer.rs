@@ -10,7 +10,8 @@
 //! Then each byte written to the log pays for at most about one byte of snapshot,
 //! however large the state has grown, and the log a restart replays on top of the
 //! snapshot is never much larger than the snapshot itself. A snapshot installed from
-//! the leader counts as the last snapshot like one built here.
+//! the leader counts as the last snapshot like one built here, and after a restart
+//! the log found above the snapshot counts as written since it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -42,9 +43,11 @@ impl SnapshotPacer {
 pub async fn run_snapshot_pacer(node: Arc<FleetNode>, pacer: SnapshotPacer) {
     let sizes = node.state.sizes().clone();
     let metrics = node.raft.metrics();
-    // The snapshot the counts below start from, and the log bytes written by then.
+    // The snapshot the counts below start from (`None` until seen), and the log bytes
+    // written by then: none for the snapshot the node started from, since the log
+    // above it counts as written after it (see `StoreSizes`).
     let mut last_snapshot = None;
-    let mut log_bytes_at_snapshot = sizes.log_bytes_written();
+    let mut log_bytes_at_snapshot = 0;
     // The applied index a requested snapshot will cover, until it is taken.
     let mut requested: Option<u64> = None;
     loop {
@@ -56,9 +59,11 @@ pub async fn run_snapshot_pacer(node: Arc<FleetNode>, pacer: SnapshotPacer) {
                 now.last_applied.map_or(0, |id| id.index),
             )
         };
-        if snapshot != last_snapshot {
-            last_snapshot = snapshot;
-            log_bytes_at_snapshot = sizes.log_bytes_written();
+        if last_snapshot != Some(snapshot) {
+            if last_snapshot.is_some() {
+                log_bytes_at_snapshot = sizes.log_bytes_written();
+            }
+            last_snapshot = Some(snapshot);
         }
         let since = snapshot.unwrap_or(0);
         // A request counts as taken once a snapshot reaches it; a lost request (the

@@ -205,6 +205,22 @@ pub(super) fn delete_indexes(
     batch.delete_cf(family, last.to_be_bytes());
 }
 
+/// The bytes of the log stored from index `first` on, as RocksDB holds them.
+pub(super) fn log_bytes_from(db: &DB, first: u64) -> Result<u64, StoreError> {
+    let family = column_family(db, CF_LOG)?;
+    let start_key = first.to_be_bytes();
+    let mut bytes = 0;
+    for item in db.iterator_cf(family, IteratorMode::From(&start_key, Direction::Forward)) {
+        let (_, value) = item.map_err(|source| StoreError::Read {
+            column_family: CF_LOG,
+            what: format!("the log's size from index {first}"),
+            source,
+        })?;
+        bytes += value.len() as u64;
+    }
+    Ok(bytes)
+}
+
 /// Appends `entry` to `entries`, refusing a hole before it.
 fn push_contiguous(entries: &mut Vec<Entry>, entry: Entry) -> Result<(), StoreError> {
     if let Some(previous) = entries.last() {

@@ -64,7 +64,10 @@ pub fn open_store(
 ) -> Result<(LogStore, StateMachineStore, StateHandle), StoreError> {
     let db = database::open(dir)?;
     let sizes = StoreSizes::default();
-    let log_store = LogStore::new(Arc::clone(&db), sizes.clone())?;
-    let (state_machine, handle) = StateMachineStore::open(db, effects, sizes)?;
+    let (state_machine, handle) = StateMachineStore::open(Arc::clone(&db), effects, sizes.clone())?;
+    // The log above the snapshot was written since it, before a restart or not.
+    let above_snapshot = handle.applied_index().saturating_add(1);
+    sizes.add_log_bytes(log_store::log_bytes_from(&db, above_snapshot)?);
+    let log_store = LogStore::new(db, sizes)?;
     Ok((log_store, state_machine, handle))
 }

@@ -1,5 +1,6 @@
-//! `StoreSizes`: how many bytes of log entries this node has written since it started,
-//! and how large its current snapshot is — what the runtime paces its snapshots by
+//! `StoreSizes`: how many bytes of log entries this node has written since it started
+//! (counting the log above its snapshot at start as written then), and how large its
+//! current snapshot is — what the runtime paces its snapshots by
 //! (see [`snapshot_pacer`](crate::runtime::snapshot_pacer)).
 
 use std::sync::Arc;
@@ -19,7 +20,8 @@ struct Counts {
 }
 
 impl StoreSizes {
-    /// Bytes of encoded log entries written to RocksDB since this node started.
+    /// Bytes of encoded log entries written to RocksDB since this node started, plus
+    /// the log it found above its snapshot when it started.
     pub fn log_bytes_written(&self) -> u64 {
         self.counts.log_bytes_written.load(Ordering::Relaxed)
     }
