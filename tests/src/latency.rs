@@ -103,12 +103,16 @@ impl LatencyRun {
 
     /// Microseconds of server CPU time per write (all servers together).
     pub fn server_cpu_per_write_us(&self) -> f64 {
-        self.server_cpu.as_secs_f64() * 1e6 / self.writes.max(1) as f64
+        self.per_write_us(self.server_cpu)
     }
 
     /// Microseconds of client CPU time per write.
     pub fn client_cpu_per_write_us(&self) -> f64 {
-        self.client_cpu.as_secs_f64() * 1e6 / self.writes.max(1) as f64
+        self.per_write_us(self.client_cpu)
+    }
+
+    fn per_write_us(&self, cpu: Duration) -> f64 {
+        cpu.as_secs_f64() * 1e6 / self.writes.max(1) as f64
     }
 }
 

@@ -263,7 +263,12 @@ fn run_round(
     committed: Option<Option<LogId>>,
 ) {
     let synced = match db.upgrade() {
-        Some(db) => write_round(&db, &round, committed, tail, sizes),
+        Some(db) => write_round(&db, &round, committed, tail, sizes)
+            .map_err(|error| error.to_string())
+            .and_then(|()| {
+                db.flush_wal(true)
+                    .map_err(|e| format!("fsync of the write-ahead log failed: {e}"))
+            }),
         None => Err("the database was closed before the log was written".to_string()),
     };
     if let Err(reason) = &synced {
@@ -274,15 +279,15 @@ fn run_round(
     }
 }
 
-/// Writes the round's one batch, marks its entries written in `tail`, counts their
-/// bytes in `sizes`, and fsyncs.
+/// Writes the round's one batch (unsynced), marks its entries written in `tail` and
+/// counts their bytes in `sizes`.
 fn write_round(
     db: &DB,
     round: &[Job],
     committed: Option<Option<LogId>>,
     tail: &LogTail,
     sizes: &StoreSizes,
-) -> Result<(), String> {
+) -> Result<(), StoreError> {
     let mut batch = WriteBatch::default();
     let mut written = Vec::new();
     for job in round {
@@ -290,20 +295,17 @@ fn write_round(
             Job::Append { entries, .. } => put_entries(&mut batch, db, entries, &mut written),
             Job::Truncate { first, .. } => delete_from(&mut batch, db, *first),
             Job::Barrier { .. } => Ok(()),
-        }
-        .map_err(|error| error.to_string())?;
+        }?;
     }
     if let Some(committed) = committed {
-        put_committed(&mut batch, db, committed).map_err(|error| error.to_string())?;
+        put_committed(&mut batch, db, committed)?;
     }
     if !batch.is_empty() {
-        write_unsynced(db, batch, "log+meta", || describe(round, committed))
-            .map_err(|error| error.to_string())?;
+        write_unsynced(db, batch, "log+meta", || describe(round, committed))?;
         tail.written(&written);
         sizes.add_log_bytes(written.iter().map(|(_, bytes)| *bytes as u64).sum());
     }
-    db.flush_wal(true)
-        .map_err(|e| format!("fsync of the write-ahead log failed: {e}"))
+    Ok(())
 }
 
 fn waiter_of(job: Job) -> Waiter {
