@@ -522,7 +522,10 @@ async fn artifacts_round_trip_verified_and_a_wrong_hash_is_refused() -> Result<(
 /// linearizable read) carries 4 MiB of content, base64-encoded in JSON.
 #[test]
 fn the_largest_artifact_round_trips_through_followers() -> Result<()> {
-    let fleet = start_fleet(&[])?;
+    // Multi-MiB entries: elections that a busy debug build does not trip.
+    let mut fleet = ProcessFleet::init(&NODES)?;
+    fleet.with_long_elections();
+    let fleet = start_prepared_fleet(fleet, &[])?;
     let dir = fleet.dir().to_path_buf();
     let largest: Vec<u8> = (0..ARTIFACT_BYTES_MAX).map(|i| (i % 251) as u8).collect();
     let largest_path = dir.join("largest.bin");

@@ -1,6 +1,7 @@
 //! `fleetd`: one node of a fleet. `fleetd --config fleetd.toml` starts it; SIGINT or
 //! SIGTERM stops it cleanly. A bad config fails at start with the key named. Its
 //! runtime has as many worker threads as the config's `worker_threads` says.
+//! Its allocator is mimalloc.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -9,6 +10,11 @@ use std::process::ExitCode;
 use clap::Parser;
 use fleet_node::config::NodeConfig;
 use tracing_subscriber::EnvFilter;
+
+/// mimalloc: a write passes through many short-lived buffers (TLS records, HTTP/2
+/// frames, encoded entries), which it serves from per-thread free lists.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Runs one node of a fleet.
 #[derive(Parser)]
