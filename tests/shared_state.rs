@@ -37,6 +37,14 @@ fn start_fleet(changes: &[(&str, &str)]) -> Result<ProcessFleet> {
     start_prepared_fleet(ProcessFleet::init(&NODES)?, changes)
 }
 
+/// [`start_fleet`] with the documented settings, for tests that write multi-MiB
+/// entries: elections that a busy debug build does not trip.
+fn start_fleet_for_large_entries() -> Result<ProcessFleet> {
+    let mut fleet = ProcessFleet::init(&NODES)?;
+    fleet.with_long_elections();
+    start_prepared_fleet(fleet, &[])
+}
+
 /// [`start_fleet`] for a fleet initialised (and perhaps configured) by the caller.
 fn start_prepared_fleet(mut fleet: ProcessFleet, changes: &[(&str, &str)]) -> Result<ProcessFleet> {
     fleet.start_all()?;
@@ -522,10 +530,7 @@ async fn artifacts_round_trip_verified_and_a_wrong_hash_is_refused() -> Result<(
 /// linearizable read) carries 4 MiB of content, base64-encoded in JSON.
 #[test]
 fn the_largest_artifact_round_trips_through_followers() -> Result<()> {
-    // Multi-MiB entries: elections that a busy debug build does not trip.
-    let mut fleet = ProcessFleet::init(&NODES)?;
-    fleet.with_long_elections();
-    let fleet = start_prepared_fleet(fleet, &[])?;
+    let fleet = start_fleet_for_large_entries()?;
     let dir = fleet.dir().to_path_buf();
     let largest: Vec<u8> = (0..ARTIFACT_BYTES_MAX).map(|i| (i % 251) as u8).collect();
     let largest_path = dir.join("largest.bin");
@@ -556,10 +561,7 @@ fn the_largest_artifact_round_trips_through_followers() -> Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn oversized_bodies_and_artifacts_are_refused_with_the_limit_named() -> Result<()> {
-    // Multi-MiB entries: elections that a busy debug build does not trip.
-    let mut fleet = ProcessFleet::init(&NODES)?;
-    fleet.with_long_elections();
-    let fleet = start_prepared_fleet(fleet, &[])?;
+    let fleet = start_fleet_for_large_entries()?;
     let dir = fleet.dir().to_path_buf();
     let append_file = |path: &Path| -> Result<Output> {
         run(
