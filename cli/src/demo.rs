@@ -8,6 +8,7 @@
 //! drill and waits for the drill's own notification. It prints all of it and exits 0
 //! only when every part worked.
 
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -15,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use fleet_node::api::query::{Query, QueryAnswer};
-use fleet_node::notify::WebhookReceiver;
+use fleet_node::notify::{ReceivedRequest, WebhookReceiver};
 use fleet_node::state::{Deliberation, OpenDeliberation, Request, Response, RuleViolation, Tier};
 use serde::Serialize;
 use serde_json::Value;
@@ -160,13 +161,19 @@ async fn exercise(
     let notes = read_notes(dir, &decided, &mut problems);
 
     let id = deliberation.id;
-    let announced = receiver
-        .wait_for(2, Duration::from_secs(30))
-        .await
-        .into_iter()
-        .filter_map(|request| request.json())
-        .filter(|body| key_of(body).contains(&format!(":{id}:")))
-        .count();
+    let announcements = |received: &[ReceivedRequest]| -> BTreeSet<String> {
+        keys(received)
+            .filter(|key| key.contains(&format!(":{id}:")))
+            .collect()
+    };
+    let announced = announcements(
+        &receiver
+            .wait_until(Duration::from_secs(30), |received| {
+                announcements(received).len() >= 2
+            })
+            .await,
+    )
+    .len();
     if announced < 2 {
         problems.push(format!(
             "the webhook received {announced} of 2 announcements of {id}"
@@ -193,12 +200,10 @@ async fn exercise(
                     outcome.report.problems.join("; ")
                 ));
             }
-            let received = receiver.wait_for(3, Duration::from_secs(30)).await;
-            if !received
-                .iter()
-                .filter_map(|request| request.json())
-                .any(|body| key_of(&body).contains(":drill-"))
-            {
+            let reported =
+                |received: &[ReceivedRequest]| keys(received).any(|key| key.contains(":drill-"));
+            let received = receiver.wait_until(Duration::from_secs(30), reported).await;
+            if !reported(&received) {
                 problems.push("the webhook did not receive the drill's report".into());
             }
             Some(outcome)
@@ -421,6 +426,15 @@ fn read_notes(dir: &Path, deliberation: &Deliberation, problems: &mut Vec<String
         file,
         markdown,
     }
+}
+
+/// The idempotency keys of `received`, in arrival order (a key repeats when a
+/// delivery was retried).
+fn keys(received: &[ReceivedRequest]) -> impl Iterator<Item = String> + '_ {
+    received
+        .iter()
+        .filter_map(ReceivedRequest::json)
+        .map(|body| key_of(&body))
 }
 
 fn key_of(body: &Value) -> String {

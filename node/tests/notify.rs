@@ -11,7 +11,8 @@ use std::time::Duration;
 use base64::Engine;
 use fleet_node::config::SecretToken;
 use fleet_node::notify::{
-    Attempt, SinkConfig, SinkKind, WebhookReceiver, attempt, http_client, resolve_all, validate_all,
+    Attempt, ReceivedRequest, SinkConfig, SinkKind, WebhookReceiver, attempt, http_client,
+    resolve_all, validate_all,
 };
 use fleet_node::state::DeliberationId;
 use fleet_node::state::outbox::{Notification, NotificationId, NotificationKind};
@@ -842,6 +843,31 @@ async fn the_receiver_uses_scripted_responses_in_order_then_200() {
         ]
     );
     assert_eq!(server.wait_for(3, WAIT).await.len(), 3);
+}
+
+#[tokio::test]
+async fn waiting_for_a_particular_request_is_not_fooled_by_a_repeated_one() {
+    let server = receiver().await;
+    let sink = webhook("phone", server.url(), None);
+    let http = http_client();
+    let started = notification();
+    // A delivery that was retried arrives twice: two requests, one notification.
+    attempt(&sink, &started, &http).await;
+    attempt(&sink, &started, &http).await;
+    let decided = |received: &[ReceivedRequest]| {
+        received
+            .iter()
+            .any(|request| request.header("idempotency-key") != Some("home:d-1:started"))
+    };
+    assert_eq!(server.wait_for(2, WAIT).await.len(), 2);
+    assert!(!decided(&server.received()));
+
+    let waiting = server.wait_until(WAIT, decided);
+    let mut later = started.clone();
+    later.idempotency_key = "home:d-1:decided".into();
+    let (received, _) = tokio::join!(waiting, attempt(&sink, &later, &http));
+    assert!(decided(&received), "{received:?}");
+    assert_eq!(received.len(), 3);
 }
 
 #[tokio::test]

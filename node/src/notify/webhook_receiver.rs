@@ -94,9 +94,28 @@ impl WebhookReceiver {
     /// Waits until at least `count` requests were received or `timeout` passed, and
     /// returns what was received (possibly fewer: the caller's assertion says why).
     pub async fn wait_for(&self, count: usize, timeout: Duration) -> Vec<ReceivedRequest> {
+        self.wait_until(timeout, |received| received.len() >= count)
+            .await
+    }
+
+    /// Waits until `done` holds for the requests received so far or `timeout` passed,
+    /// and returns them. Deliveries are at least once, so a caller that waits for a
+    /// particular notification says which, rather than how many requests.
+    pub async fn wait_until(
+        &self,
+        timeout: Duration,
+        done: impl Fn(&[ReceivedRequest]) -> bool,
+    ) -> Vec<ReceivedRequest> {
+        // Subscribed before the first look, so no request slips between the two.
         let mut changes = self.shared.count.subscribe();
-        let _ =
-            tokio::time::timeout(timeout, changes.wait_for(|received| *received >= count)).await;
+        let _ = tokio::time::timeout(timeout, async {
+            while !done(&self.received()) {
+                if changes.changed().await.is_err() {
+                    return;
+                }
+            }
+        })
+        .await;
         self.received()
     }
 
