@@ -161,19 +161,18 @@ async fn exercise(
     let notes = read_notes(dir, &decided, &mut problems);
 
     let id = deliberation.id;
+    let of_this_deliberation = format!(":{id}:");
     let announcements = |received: &[ReceivedRequest]| -> BTreeSet<String> {
         keys(received)
-            .filter(|key| key.contains(&format!(":{id}:")))
+            .filter(|key| key.contains(&of_this_deliberation))
             .collect()
     };
-    let announced = announcements(
-        &receiver
-            .wait_until(Duration::from_secs(30), |received| {
-                announcements(received).len() >= 2
-            })
-            .await,
-    )
-    .len();
+    let received = receiver
+        .wait_until(Duration::from_secs(30), |received| {
+            announcements(received).len() >= 2
+        })
+        .await;
+    let announced = announcements(&received).len();
     if announced < 2 {
         problems.push(format!(
             "the webhook received {announced} of 2 announcements of {id}"
