@@ -202,6 +202,41 @@ fn an_ack_is_a_new_event_and_the_request_is_never_changed() {
 }
 
 #[test]
+fn an_event_repeated_with_its_key_is_stored_once_also_after_a_snapshot() {
+    let keyed = |body: &str, key: &str| {
+        Request::AppendEvent(NewEvent {
+            request_id: Some(key.into()),
+            ..request_event("mac", body)
+        })
+    };
+    let appended = |response: Response| match response {
+        Response::Event { event, repeated } => (event.id, repeated),
+        other => panic!("append answered {other:?}"),
+    };
+    let mut fleet = TestFleet::new();
+    for (who, body, key) in [("beast", "one", "k-1"), ("beast", "two", "k-2")] {
+        fleet.run(as_node(who), keyed(body, key)).unwrap();
+    }
+    // The same key from another author is another event.
+    let other = fleet.run(as_node("5070"), keyed("one", "k-1")).unwrap();
+    assert_eq!(appended(other), (3, false));
+
+    // The log as a restarted node has it: decoded from a snapshot.
+    fleet.state = Snapshot::decode(&Snapshot::encode(&fleet.state)).unwrap();
+    let repeat = fleet.run(as_node("beast"), keyed("one", "k-1")).unwrap();
+    assert_eq!(appended(repeat), (1, true));
+    let conflict = fleet
+        .run(as_node("beast"), keyed("changed", "k-2"))
+        .unwrap_err();
+    assert_eq!(conflict.code(), "idempotency_conflict");
+    assert_eq!(fleet.state.events.last_id(), 3, "nothing new was stored");
+    let fresh = fleet.run(as_node("beast"), keyed("three", "k-3")).unwrap();
+    assert_eq!(appended(fresh), (4, false));
+    let again = fleet.run(as_node("beast"), keyed("three", "k-3")).unwrap();
+    assert_eq!(appended(again), (4, true));
+}
+
+#[test]
 fn two_nodes_race_to_claim_one_request_and_exactly_one_wins() {
     let mut fleet = TestFleet::new();
     fleet

@@ -193,7 +193,8 @@ impl Run {
                     correlation_id: None,
                     status: EventStatus::Open,
                     body: format!("body {body}"),
-                    request_id: None,
+                    // Some appends reuse a key: as a repeat (same body) or a conflict.
+                    request_id: (body % 2 == 0).then(|| format!("key-{}", body % 6)),
                 }),
             ),
             Op::Ack { who, event, claim } => self.apply(

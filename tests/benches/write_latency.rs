@@ -34,7 +34,8 @@ fn record(client: usize, i: usize) -> Request {
         correlation_id: None,
         status: EventStatus::Open,
         body: format!("client {client} write {i} {}", "x".repeat(32)),
-        request_id: None,
+        // Each write carries its own idempotency key, as `fleetctl events append` sends.
+        request_id: Some(format!("bench-{client}-{i}")),
     })
 }
 

@@ -8,8 +8,13 @@
 //!
 //! *Invariant:* an appended event never changes. *Rule:* a request has at most one
 //! claimant; a second claim is refused with the holder's name.
+//!
+//! The log never shrinks, so nothing an append does may grow with it: a repeated
+//! idempotency key is found in an index of (author, key), not by a scan of the events.
+//! The index is derived from the events: a snapshot does not carry it, and decoding
+//! one rebuilds it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::str::FromStr;
 
@@ -128,10 +133,36 @@ impl EventFilter {
 
 /// The log.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "StoredEventLog")]
 pub struct EventLog {
     events: Vec<Event>,
     /// Request event id → (claimant, claiming ack id).
     claims: BTreeMap<u64, (String, u64)>,
+    /// Author → idempotency key → the id of the newest event they appended with it.
+    #[serde(skip_serializing)]
+    keyed: HashMap<String, HashMap<String, u64>>,
+}
+
+/// What a snapshot holds of an [`EventLog`]: the key index is rebuilt from the events.
+#[derive(Deserialize)]
+struct StoredEventLog {
+    events: Vec<Event>,
+    claims: BTreeMap<u64, (String, u64)>,
+}
+
+impl From<StoredEventLog> for EventLog {
+    fn from(stored: StoredEventLog) -> Self {
+        let mut log = EventLog {
+            events: Vec::new(),
+            claims: stored.claims,
+            keyed: HashMap::new(),
+        };
+        for event in &stored.events {
+            log.index_key(event);
+        }
+        log.events = stored.events;
+        log
+    }
 }
 
 impl EventLog {
@@ -173,13 +204,12 @@ impl EventLog {
         new: NewEvent,
         now: u64,
     ) -> Result<(&Event, bool), RuleViolation> {
-        let repeat = new.request_id.as_ref().and_then(|key| {
-            self.events
-                .iter()
-                .rposition(|e| e.from == from && e.request_id.as_ref() == Some(key))
-        });
-        if let Some(index) = repeat {
-            let existing = &self.events[index];
+        let repeat = new
+            .request_id
+            .as_deref()
+            .and_then(|key| self.keyed.get(from).and_then(|keys| keys.get(key)).copied());
+        if let Some(id) = repeat {
+            let existing = self.get(id)?;
             if existing.body != new.body || existing.event_type != new.event_type {
                 return Err(RuleViolation::IdempotencyConflict {
                     key: new.request_id.unwrap_or_default(),
@@ -199,7 +229,7 @@ impl EventLog {
         now: u64,
     ) -> Result<&Event, RuleViolation> {
         check_event_fields(&new)?;
-        self.events.push(Event {
+        let event = Event {
             id: self.last_id() + 1,
             at_ms: now,
             event_type: new.event_type,
@@ -212,8 +242,20 @@ impl EventLog {
             body: new.body,
             acks,
             request_id: new.request_id,
-        });
+        };
+        self.index_key(&event);
+        self.events.push(event);
         Ok(self.events.last().expect("just pushed"))
+    }
+
+    /// Records `event`'s idempotency key, if it has one, as its author's newest use.
+    fn index_key(&mut self, event: &Event) {
+        if let Some(key) = &event.request_id {
+            self.keyed
+                .entry(event.from.clone())
+                .or_default()
+                .insert(key.clone(), event.id);
+        }
     }
 
     /// Acknowledges event `id` with a new event by `from`. One claimant per request: a
