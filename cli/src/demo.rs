@@ -4,8 +4,9 @@
 //! `command` agents that disagree — Beast wants restic, 5070 and Mac want borg — and
 //! whose notifications go to a local webhook receiver. It runs one deliberation, which
 //! the hierarchy must decide (Beast outranks the others), checks the notes file the
-//! note-taker wrote and the notifications the primary delivered, then runs a failover
-//! drill and waits for the drill's own notification. It prints all of it and exits 0
+//! note-taker wrote and the notifications the primary delivered, then (once the
+//! primary also leads Raft) runs a failover drill and waits for the drill's own
+//! notification. It prints all of it and exits 0
 //! only when every part worked.
 
 use std::collections::BTreeSet;
@@ -179,6 +180,7 @@ async fn exercise(
         ));
     }
 
+    wait_for_primary_to_lead(connection).await?;
     progress(&format!(
         "failover drill: cutting the primary off for {} s",
         DRILL_DOWN.as_secs()
@@ -374,6 +376,20 @@ async fn wait_for_primary(connection: &Connection) -> Result<()> {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     bail!("no primary was committed within 30 s")
+}
+
+/// Waits until the primary also leads Raft: leadership is handed to it after the
+/// roles are committed, and a drill started before that would time the hand-over too.
+async fn wait_for_primary_to_lead(connection: &Connection) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        let status = crate::status::collect(connection).await;
+        if !status.primary.is_empty() && status.leader == status.primary {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    bail!("the primary did not become the Raft leader within 30 s")
 }
 
 /// Reads the deliberation as each new command is applied until `done` holds.
