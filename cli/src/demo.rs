@@ -6,8 +6,7 @@
 //! the hierarchy must decide (Beast outranks the others), checks the notes file the
 //! note-taker wrote and the notifications the primary delivered, then (once the
 //! primary also leads Raft) runs a failover drill and waits for the drill's own
-//! notification. It prints all of it and exits 0
-//! only when every part worked.
+//! notification. It prints all of it and exits 0 only when every part worked.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
