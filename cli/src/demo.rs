@@ -365,30 +365,39 @@ fn configure_nodes(dir: &Path, webhook_url: &str) -> Result<()> {
 }
 
 async fn wait_for_primary(connection: &Connection) -> Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < deadline {
-        if let Ok(Ok(QueryAnswer::Overview { roles, .. })) = connection.read(&Query::Overview).await
-            && roles.primary().is_some()
-        {
-            return Ok(());
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    bail!("no primary was committed within 30 s")
+    let committed = async || {
+        matches!(
+            connection.read(&Query::Overview).await,
+            Ok(Ok(QueryAnswer::Overview { roles, .. })) if roles.primary().is_some()
+        )
+    };
+    poll_until(committed, "no primary was committed within 30 s").await
 }
 
 /// Waits until the primary also leads Raft: leadership is handed to it after the
 /// roles are committed, and a drill started before that would time the hand-over too.
 async fn wait_for_primary_to_lead(connection: &Connection) -> Result<()> {
+    let leads = async || {
+        let status = crate::status::collect(connection).await;
+        !status.primary.is_empty() && status.leader == status.primary
+    };
+    poll_until(
+        leads,
+        "the primary did not become the Raft leader within 30 s",
+    )
+    .await
+}
+
+/// Asks `holds` every 100 ms until it says yes; fails with `failure` after 30 s.
+async fn poll_until(holds: impl AsyncFn() -> bool, failure: &str) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(30);
     while Instant::now() < deadline {
-        let status = crate::status::collect(connection).await;
-        if !status.primary.is_empty() && status.leader == status.primary {
+        if holds().await {
             return Ok(());
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    bail!("the primary did not become the Raft leader within 30 s")
+    bail!("{failure}")
 }
 
 /// Reads the deliberation as each new command is applied until `done` holds.

@@ -152,17 +152,29 @@ struct StoredEventLog {
 
 impl From<StoredEventLog> for EventLog {
     fn from(stored: StoredEventLog) -> Self {
-        let mut log = EventLog {
-            events: Vec::new(),
-            claims: stored.claims,
-            keyed: HashMap::new(),
-        };
+        let mut keyed = HashMap::new();
         for event in &stored.events {
-            log.index_key(event);
+            index_key(&mut keyed, event);
         }
-        log.events = stored.events;
-        log
+        EventLog {
+            events: stored.events,
+            claims: stored.claims,
+            keyed,
+        }
     }
+}
+
+/// Records `event`'s idempotency key, if it has one, as its author's newest use.
+fn index_key(keyed: &mut HashMap<String, HashMap<String, u64>>, event: &Event) {
+    let Some(key) = &event.request_id else {
+        return;
+    };
+    // The author's name is copied only for their first key, not on every append.
+    let keys = match keyed.get_mut(&event.from) {
+        Some(keys) => keys,
+        None => keyed.entry(event.from.clone()).or_default(),
+    };
+    keys.insert(key.clone(), event.id);
 }
 
 impl EventLog {
@@ -243,19 +255,9 @@ impl EventLog {
             acks,
             request_id: new.request_id,
         };
-        self.index_key(&event);
+        index_key(&mut self.keyed, &event);
         self.events.push(event);
         Ok(self.events.last().expect("just pushed"))
-    }
-
-    /// Records `event`'s idempotency key, if it has one, as its author's newest use.
-    fn index_key(&mut self, event: &Event) {
-        if let Some(key) = &event.request_id {
-            self.keyed
-                .entry(event.from.clone())
-                .or_default()
-                .insert(key.clone(), event.id);
-        }
     }
 
     /// Acknowledges event `id` with a new event by `from`. One claimant per request: a
