@@ -1,5 +1,6 @@
 //! Property tests of the state machine's invariants over random command sequences:
-//! random topics, inputs, health changes, overrides, events and time jumps.
+//! random topics, inputs, health changes, overrides, events, notes confirmations,
+//! delivery records, messages and time jumps.
 //!
 //! After every command:
 //! - a deliberation is decided at most once, and its outcome never changes;
@@ -9,7 +10,11 @@
 //!   failback hold: healthy, and every healthy node above them came back too recently);
 //! - no open phase has outlived its deadline, and no decision came after three phases;
 //! - appended events never change;
-//! - each decided deliberation is announced exactly once, and each opened one once.
+//! - each decided deliberation is announced exactly once, and each opened one once;
+//! - the scans that skip finished history (deliberations decided with notes written,
+//!   notifications settled per sink, messages no longer waiting) change nothing: the
+//!   same state without its scan marks, which then scans everything, applies every
+//!   command alike and owes the same duties by the same deadlines.
 
 mod support;
 
@@ -18,7 +23,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use fleet_node::state::deliberation::Outcome;
 use fleet_node::state::event_log::{Event, EventStatus, NewEvent};
 use fleet_node::state::limits::{INPUTS_PER_BOT_MAX, PHASES};
-use fleet_node::state::outbox::NotificationKind;
+use fleet_node::state::outbox::{DeliveryResult, NotificationId, NotificationKind};
+use fleet_node::state::relay::{MessageId, MessageStatus};
 use fleet_node::state::{
     Actor, Command, Confidence, DecidedBy, DeliberationId, FleetSettings, FleetState,
     OpenDeliberation, Request, Submission, Tier,
@@ -69,7 +75,32 @@ enum Op {
         event: u64,
         claim: bool,
     },
+    /// The assigned note-taker confirms a deliberation's notes.
+    Notes {
+        deliberation: u64,
+    },
+    /// The primary records a delivery attempt: delivered, failed, or failed for good.
+    Deliver {
+        notification: u64,
+        sink: usize,
+        result: u8,
+    },
+    Publish {
+        who: usize,
+    },
+    Send {
+        to: usize,
+        key: u8,
+    },
+    /// The owner reports on a message: delivered, queued, or failed.
+    Report {
+        message: u64,
+        status: u8,
+    },
 }
+
+/// The notification sinks the primary delivers to.
+const SINKS: [&str; 2] = ["phone", "webhook"];
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
@@ -82,6 +113,14 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (1u64..=6).prop_map(|deliberation| Op::Override { deliberation }),
         1 => (0..3usize, any::<u8>()).prop_map(|(who, body)| Op::Append { who, body }),
         1 => (0..3usize, 1u64..=8, any::<bool>()).prop_map(|(who, event, claim)| Op::Ack { who, event, claim }),
+        2 => (1u64..=6).prop_map(|deliberation| Op::Notes { deliberation }),
+        // Mostly the first few notifications, so a sink's settled prefix forms and
+        // a permanent failure in it can be followed by a transient one.
+        3 => (prop_oneof![1u64..=3, 1u64..=12], 0..SINKS.len(), 0u8..3)
+            .prop_map(|(notification, sink, result)| Op::Deliver { notification, sink, result }),
+        1 => (0..3usize).prop_map(|who| Op::Publish { who }),
+        1 => (0..3usize, 0u8..4).prop_map(|(to, key)| Op::Send { to, key }),
+        2 => (1u64..=6, 0u8..3).prop_map(|(message, status)| Op::Report { message, status }),
     ]
 }
 
@@ -108,12 +147,26 @@ impl Run {
         run
     }
 
+    /// Applies a command, and checks that the same state without its scan marks
+    /// applies it alike.
     fn apply(&mut self, actor: Actor, request: Request) {
-        let _ = self.state.apply(Command {
+        let command = Command {
             at_ms: self.now,
             actor,
             request,
-        });
+        };
+        let mut scanning_all = without_scan_marks(&self.state);
+        let applied = self.state.apply(command.clone());
+        let reference = scanning_all.apply(command);
+        assert_eq!(
+            applied, reference,
+            "the scan marks changed what a command did"
+        );
+        assert_eq!(
+            without_scan_marks(&self.state),
+            without_scan_marks(&scanning_all),
+            "the scan marks changed the state a command left"
+        );
     }
 
     fn step(&mut self, op: Op) {
@@ -209,6 +262,90 @@ impl Run {
                     body: String::new(),
                 },
             ),
+            Op::Notes { deliberation } => {
+                let assigned = self
+                    .state
+                    .deliberations
+                    .get(&DeliberationId(deliberation))
+                    .and_then(|d| d.notes.assigned.clone());
+                if let Some((note_taker, epoch)) = assigned {
+                    self.apply(
+                        Actor::Node(note_taker),
+                        Request::NotesWritten {
+                            deliberation: DeliberationId(deliberation),
+                            epoch,
+                        },
+                    );
+                }
+            }
+            Op::Deliver {
+                notification,
+                sink,
+                result,
+            } => {
+                let Some(primary) = self.state.roles.primary().cloned() else {
+                    return;
+                };
+                let result = match result {
+                    0 => DeliveryResult::Delivered,
+                    failed => DeliveryResult::Failed {
+                        error: "HTTP 503".into(),
+                        permanent: failed == 2,
+                    },
+                };
+                self.apply(
+                    Actor::Node(primary),
+                    Request::RecordDelivery {
+                        notification: NotificationId(notification),
+                        sink: SINKS[sink].into(),
+                        result,
+                        epoch: self.state.roles.epoch,
+                    },
+                );
+            }
+            Op::Publish { who } => self.apply(
+                Actor::Node(node(NODES[who])),
+                Request::PublishSession {
+                    key: format!("{}-main", NODES[who]),
+                    agent: None,
+                    status: "idle".into(),
+                },
+            ),
+            Op::Send { to, key } => self.apply(
+                Actor::Operator,
+                Request::SendMessage {
+                    to_session: format!("{}-main", NODES[to]),
+                    body: format!("message {key}"),
+                    request_id: format!("send-{key}"),
+                },
+            ),
+            Op::Report { message, status } => {
+                let Some(owner) = self
+                    .state
+                    .relay
+                    .messages
+                    .get(&MessageId(message))
+                    .map(|m| m.to_node.clone())
+                else {
+                    return;
+                };
+                let status = match status {
+                    0 => MessageStatus::Delivered,
+                    1 => MessageStatus::Queued {
+                        reason: "gateway down".into(),
+                    },
+                    _ => MessageStatus::Failed {
+                        reason: "no such session".into(),
+                    },
+                };
+                self.apply(
+                    Actor::Node(owner),
+                    Request::ReportMessage {
+                        message: MessageId(message),
+                        status,
+                    },
+                );
+            }
         }
     }
 
@@ -311,8 +448,40 @@ impl Run {
             "an appended event changed"
         );
         self.events = events.to_vec();
+        let scanning_all = without_scan_marks(&self.state);
+        let sinks: Vec<String> = SINKS.map(String::from).to_vec();
+        for name in NODES {
+            prop_assert_eq!(
+                self.state.duties_of(&node(name), &sinks),
+                scanning_all.duties_of(&node(name), &sinks),
+                "the scan marks changed the duties of {}",
+                name
+            );
+        }
+        prop_assert_eq!(
+            self.state.next_deadline_ms(),
+            scanning_all.next_deadline_ms()
+        );
         Ok(())
     }
+}
+
+/// The state as one without scan marks holds it: every scan starts at the first
+/// deliberation, notification and message (as a snapshot of an earlier build decodes).
+fn without_scan_marks(state: &FleetState) -> FleetState {
+    let mut json = serde_json::to_value(state).unwrap();
+    for (path, mark) in [
+        ("", "unfinished_from"),
+        ("/outbox", "settled_below"),
+        ("/relay", "waiting_from"),
+    ] {
+        let removed = json
+            .pointer_mut(path)
+            .and_then(|part| part.as_object_mut())
+            .and_then(|part| part.remove(mark));
+        assert!(removed.is_some(), "the state has no {mark} at '{path}'");
+    }
+    serde_json::from_value(json).unwrap()
 }
 
 fn roles_are_first_healthy(hold_ms: u64, ops: Vec<Op>) -> Result<(), TestCaseError> {
@@ -357,6 +526,7 @@ fn the_generator_reaches_every_kind_of_decision() {
     // Guards the property tests against a generator that never decides anything.
     let mut runner = proptest::test_runner::TestRunner::deterministic();
     let mut kinds = BTreeSet::new();
+    let (mut finished, mut settled, mut answered) = (0, 0, 0);
     for _ in 0..200 {
         let ops = prop::collection::vec(op(), 60..120)
             .new_tree(&mut runner)
@@ -366,6 +536,26 @@ fn the_generator_reaches_every_kind_of_decision() {
         for op in ops {
             run.step(op);
         }
+        finished += run
+            .state
+            .deliberations
+            .values()
+            .filter(|d| d.is_finished())
+            .count();
+        settled += run
+            .state
+            .outbox
+            .notifications
+            .values()
+            .filter(|n| n.is_settled_for(SINKS))
+            .count();
+        answered += run
+            .state
+            .relay
+            .messages
+            .values()
+            .filter(|m| !m.is_waiting())
+            .count();
         for deliberation in run.state.deliberations.values() {
             if let Some(outcome) = &deliberation.outcome {
                 kinds.insert(match outcome.decided_by {
@@ -378,4 +568,9 @@ fn the_generator_reaches_every_kind_of_decision() {
         }
     }
     assert_eq!(kinds.len(), 4, "reached only {kinds:?}");
+    // ... nor the history the scan marks skip.
+    assert!(
+        finished > 0 && settled > 0 && answered > 0,
+        "finished deliberations {finished}, settled notifications {settled}, answered messages {answered}"
+    );
 }

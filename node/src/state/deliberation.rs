@@ -35,7 +35,9 @@ use super::roles::Roles;
 use super::tier::Tier;
 
 /// A deliberation's id: `d-17`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(transparent)]
 pub struct DeliberationId(pub u64);
 
@@ -277,6 +279,12 @@ impl Deliberation {
     /// Whether it is still taking inputs.
     pub fn is_open(&self) -> bool {
         self.outcome.is_none()
+    }
+
+    /// Whether nothing is left to do for it: decided, and its notes written. Neither
+    /// ever changes back.
+    pub fn is_finished(&self) -> bool {
+        self.outcome.is_some() && self.notes.written_by.is_some()
     }
 
     /// The latest deadline it can have: three phases from its start.

@@ -47,7 +47,7 @@ impl FleetState {
     /// Everything `node` must still do; `sinks` are the notification sinks it has.
     pub fn duties_of(&self, node: &NodeName, sinks: &[String]) -> Vec<Duty> {
         let mut duties = Vec::new();
-        for deliberation in self.deliberations.values() {
+        for deliberation in self.unfinished_deliberations() {
             if deliberation.is_open()
                 && deliberation.expected_speakers(&self.roles).contains(node)
                 && !deliberation.spoke_in(node, deliberation.phase)

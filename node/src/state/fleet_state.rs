@@ -34,6 +34,7 @@ use super::relay::MessageRelay;
 use super::response::Response;
 use super::roles::{Role, RoleChange, Roles};
 use super::router::{Route, Router};
+use super::scan_mark::first_undone;
 use super::sessions::SessionDirectory;
 use super::settings::{FleetSettings, check_specialties};
 use super::tier::Tier;
@@ -59,6 +60,12 @@ pub struct FleetState {
     pub roles: Roles,
     next_deliberation: u64,
     pub deliberations: BTreeMap<DeliberationId, Deliberation>,
+    /// Every deliberation before this one is finished (decided, notes written), and a
+    /// finished one never changes again: the scans that run with every command (phase
+    /// deadlines, duties, open deliberations) start here, so they cost what is
+    /// unfinished, not the whole history.
+    #[serde(default)]
+    unfinished_from: DeliberationId,
     pub outbox: Outbox,
     pub sessions: SessionDirectory,
     pub relay: MessageRelay,
@@ -84,7 +91,25 @@ impl FleetState {
             self.advance_time(now, &mut effects);
         }
         let result = self.execute(&command.actor, command.request, now, &mut effects);
+        self.pass_finished_deliberations();
         Applied { result, effects }
+    }
+
+    /// The deliberations that may still be open or owe their notes, oldest first.
+    pub fn unfinished_deliberations(&self) -> impl Iterator<Item = &Deliberation> {
+        self.deliberations
+            .range(self.unfinished_from..)
+            .map(|(_, deliberation)| deliberation)
+    }
+
+    /// Moves `unfinished_from` past the deliberations finished since the last command.
+    fn pass_finished_deliberations(&mut self) {
+        self.unfinished_from = first_undone(
+            &self.deliberations,
+            self.unfinished_from,
+            DeliberationId(self.next_deliberation + 1),
+            Deliberation::is_finished,
+        );
     }
 
     /// The fleet settings, or `NotBootstrapped`.
@@ -97,8 +122,7 @@ impl FleetState {
     pub fn next_deadline_ms(&self) -> Option<u64> {
         let settings = self.settings.as_ref()?;
         let phases = self
-            .deliberations
-            .values()
+            .unfinished_deliberations()
             .filter(|d| d.is_open())
             .map(|d| d.phase_deadline_ms);
         phases
@@ -137,8 +161,7 @@ impl FleetState {
 
     fn advance_deliberations(&mut self, now: u64, effects: &mut Vec<Effect>) {
         let open: Vec<DeliberationId> = self
-            .deliberations
-            .values()
+            .unfinished_deliberations()
             .filter(|d| d.is_open())
             .map(|d| d.id)
             .collect();
@@ -217,7 +240,7 @@ impl FleetState {
             return;
         };
         let epoch = self.roles.epoch;
-        for deliberation in self.deliberations.values_mut() {
+        for (_, deliberation) in self.deliberations.range_mut(self.unfinished_from..) {
             let orphaned = deliberation.outcome.is_some()
                 && deliberation.notes.written_by.is_none()
                 && deliberation
@@ -613,13 +636,15 @@ impl FleetState {
         }
         // One open deliberation per topic: a second opener joins the first (D9).
         if let Some(existing) = self
-            .deliberations
-            .values()
+            .unfinished_deliberations()
             .find(|d| d.is_open() && d.topic_key == topic_key)
         {
             return Ok(self.deliberation_response(existing.id, true));
         }
-        let open_count = self.deliberations.values().filter(|d| d.is_open()).count();
+        let open_count = self
+            .unfinished_deliberations()
+            .filter(|d| d.is_open())
+            .count();
         if open_count >= OPEN_DELIBERATIONS_MAX {
             return Err(RuleViolation::TooManyOpenDeliberations {
                 open: open_count,

@@ -21,6 +21,8 @@
 //!   off the state so it survives restarts and failovers.
 //! - [`command`], [`effect`], [`response`], [`error`]: what goes in and comes out.
 //! - [`snapshot`]: the versioned encoding for Raft snapshots and backups.
+//! - `scan_mark`: where the scans that run with every command start, so they cost what
+//!   is not done yet rather than the whole history.
 
 pub mod actor;
 pub mod artifacts;
@@ -42,6 +44,7 @@ pub mod relay;
 pub mod response;
 pub mod roles;
 pub mod router;
+mod scan_mark;
 pub mod sessions;
 pub mod settings;
 pub mod snapshot;

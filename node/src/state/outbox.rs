@@ -15,9 +15,12 @@ use serde::{Deserialize, Serialize};
 use super::deliberation::DeliberationId;
 use super::error::RuleViolation;
 use super::limits::{NAME_BYTES_MAX, check_text};
+use super::scan_mark::mark_after_change;
 
 /// A notification's id: `n-4`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(transparent)]
 pub struct NotificationId(pub u64);
 
@@ -110,6 +113,11 @@ impl Notification {
 pub struct Outbox {
     next_id: u64,
     pub notifications: BTreeMap<NotificationId, Notification>,
+    /// Per sink with a recorded delivery: every notification before this one is
+    /// settled for it, so `pending` starts there and costs what is unsettled, not the
+    /// whole history. A sink with nothing recorded starts at the first notification.
+    #[serde(default)]
+    settled_below: BTreeMap<String, NotificationId>,
 }
 
 impl Outbox {
@@ -193,7 +201,16 @@ impl Outbox {
                 }
             }
         }
-        Ok(notification)
+        // A transient failure after a permanent one opens the delivery again.
+        let mark = mark_after_change(
+            &self.notifications,
+            self.settled_below.get(sink).copied().unwrap_or_default(),
+            id,
+            NotificationId(self.next_id + 1),
+            |notification| notification.is_settled_for([sink]),
+        );
+        self.settled_below.insert(sink.to_string(), mark);
+        Ok(&self.notifications[&id])
     }
 
     /// Notifications not yet settled for every one of `sinks`, oldest first.
@@ -201,8 +218,15 @@ impl Outbox {
         &'a self,
         sinks: &'a [String],
     ) -> impl Iterator<Item = &'a Notification> + 'a {
+        // With no sinks, every notification is settled for all of them.
+        let from = sinks
+            .iter()
+            .map(|sink| self.settled_below.get(sink).copied().unwrap_or_default())
+            .min()
+            .unwrap_or(NotificationId(u64::MAX));
         self.notifications
-            .values()
+            .range(from..)
+            .map(|(_, notification)| notification)
             .filter(move |n| !n.is_settled_for(sinks.iter().map(String::as_str)))
     }
 }

@@ -13,9 +13,12 @@ use serde::{Deserialize, Serialize};
 use super::error::RuleViolation;
 use super::limits::{BODY_BYTES_MAX, NAME_BYTES_MAX, check_size, check_text};
 use super::node_name::NodeName;
+use super::scan_mark::mark_after_change;
 
 /// A relayed message's id: `m-3`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(transparent)]
 pub struct MessageId(pub u64);
 
@@ -54,11 +57,25 @@ pub struct RelayedMessage {
     pub updated_at_ms: u64,
 }
 
+impl RelayedMessage {
+    /// Whether it waits in its owner's inbox: sent, or queued at the gateway.
+    pub fn is_waiting(&self) -> bool {
+        matches!(
+            self.status,
+            MessageStatus::Sent | MessageStatus::Queued { .. }
+        )
+    }
+}
+
 /// All relayed messages.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MessageRelay {
     next_id: u64,
     pub messages: BTreeMap<MessageId, RelayedMessage>,
+    /// Every message before this one is delivered or failed, so in no inbox: `inbox`
+    /// starts here and costs what still waits, not the whole history.
+    #[serde(default)]
+    waiting_from: MessageId,
 }
 
 impl MessageRelay {
@@ -135,7 +152,15 @@ impl MessageRelay {
             message.status = status;
             message.updated_at_ms = now;
         }
-        Ok(message)
+        // A report can put a failed message back in its inbox (queued again).
+        self.waiting_from = mark_after_change(
+            &self.messages,
+            self.waiting_from,
+            id,
+            MessageId(self.next_id + 1),
+            |message| !message.is_waiting(),
+        );
+        Ok(&self.messages[&id])
     }
 
     /// Messages waiting in the inbox of `node`'s sessions.
@@ -143,9 +168,9 @@ impl MessageRelay {
         &'a self,
         node: &'a NodeName,
     ) -> impl Iterator<Item = &'a RelayedMessage> + 'a {
-        self.messages.values().filter(move |m| {
-            &m.to_node == node
-                && matches!(m.status, MessageStatus::Sent | MessageStatus::Queued { .. })
-        })
+        self.messages
+            .range(self.waiting_from..)
+            .map(|(_, message)| message)
+            .filter(move |m| &m.to_node == node && m.is_waiting())
     }
 }
