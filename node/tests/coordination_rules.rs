@@ -237,6 +237,41 @@ fn an_event_repeated_with_its_key_is_stored_once_also_after_a_snapshot() {
 }
 
 #[test]
+fn a_message_sent_again_with_its_key_is_sent_once_also_after_a_snapshot() {
+    let send = |body: &str, key: &str| Request::SendMessage {
+        to_session: "mac-main".into(),
+        body: body.into(),
+        request_id: key.into(),
+    };
+    let sent = |response: Response| match response {
+        Response::Message { message, repeated } => (message.id.0, repeated),
+        other => panic!("send answered {other:?}"),
+    };
+    let mut fleet = TestFleet::new();
+    publish(&mut fleet, "mac", "mac-main");
+    for (body, key) in [("one", "s-1"), ("two", "s-2")] {
+        fleet.run(Actor::Operator, send(body, key)).unwrap();
+    }
+    // The same key from another sender is another message.
+    let other = fleet.run(as_node("beast"), send("one", "s-1")).unwrap();
+    assert_eq!(sent(other), (3, false));
+
+    // The relay as a restarted node has it: decoded from a snapshot.
+    fleet.state = Snapshot::decode(&Snapshot::encode(&fleet.state)).unwrap();
+    let repeat = fleet.run(Actor::Operator, send("one", "s-1")).unwrap();
+    assert_eq!(sent(repeat), (1, true));
+    let conflict = fleet
+        .run(Actor::Operator, send("changed", "s-2"))
+        .unwrap_err();
+    assert_eq!(conflict.code(), "idempotency_conflict");
+    assert_eq!(fleet.state.relay.messages.len(), 3, "nothing new was sent");
+    let fresh = fleet.run(Actor::Operator, send("three", "s-3")).unwrap();
+    assert_eq!(sent(fresh), (4, false));
+    let again = fleet.run(Actor::Operator, send("three", "s-3")).unwrap();
+    assert_eq!(sent(again), (4, true));
+}
+
+#[test]
 fn two_nodes_race_to_claim_one_request_and_exactly_one_wins() {
     let mut fleet = TestFleet::new();
     fleet

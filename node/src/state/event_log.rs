@@ -10,17 +10,17 @@
 //! claimant; a second claim is refused with the holder's name.
 //!
 //! The log never shrinks, so nothing an append does may grow with it: a repeated
-//! idempotency key is found in an index of (author, key), not by a scan of the events.
-//! The index is derived from the events: a snapshot does not carry it, and decoding
-//! one rebuilds it.
+//! idempotency key is found in a [`KeyIndex`] of (author, key), not by a scan of the
+//! events.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
 use super::error::RuleViolation;
+use super::key_index::KeyIndex;
 use super::limits::{BODY_BYTES_MAX, NAME_BYTES_MAX, check_size, check_text};
 
 /// The status an event carries (seed 004).
@@ -140,7 +140,7 @@ pub struct EventLog {
     claims: BTreeMap<u64, (String, u64)>,
     /// Author → idempotency key → the id of the newest event they appended with it.
     #[serde(skip_serializing)]
-    keyed: HashMap<String, HashMap<String, u64>>,
+    keyed: KeyIndex<u64>,
 }
 
 /// What a snapshot holds of an [`EventLog`]: the key index is rebuilt from the events.
@@ -152,7 +152,7 @@ struct StoredEventLog {
 
 impl From<StoredEventLog> for EventLog {
     fn from(stored: StoredEventLog) -> Self {
-        let mut keyed = HashMap::new();
+        let mut keyed = KeyIndex::default();
         for event in &stored.events {
             index_key(&mut keyed, event);
         }
@@ -165,16 +165,10 @@ impl From<StoredEventLog> for EventLog {
 }
 
 /// Records `event`'s idempotency key, if it has one, as its author's newest use.
-fn index_key(keyed: &mut HashMap<String, HashMap<String, u64>>, event: &Event) {
-    let Some(key) = &event.request_id else {
-        return;
-    };
-    // The author's name is copied only for their first key, not on every append.
-    let keys = match keyed.get_mut(&event.from) {
-        Some(keys) => keys,
-        None => keyed.entry(event.from.clone()).or_default(),
-    };
-    keys.insert(key.clone(), event.id);
+fn index_key(keyed: &mut KeyIndex<u64>, event: &Event) {
+    if let Some(key) = &event.request_id {
+        keyed.insert(&event.from, key, event.id);
+    }
 }
 
 impl EventLog {
@@ -219,7 +213,7 @@ impl EventLog {
         let repeat = new
             .request_id
             .as_deref()
-            .and_then(|key| self.keyed.get(from).and_then(|keys| keys.get(key)).copied());
+            .and_then(|key| self.keyed.get(from, key));
         if let Some(id) = repeat {
             let existing = self.get(id)?;
             if existing.body != new.body || existing.event_type != new.event_type {

@@ -21,8 +21,9 @@
 //!   off the state so it survives restarts and failovers.
 //! - [`command`], [`effect`], [`response`], [`error`]: what goes in and comes out.
 //! - [`snapshot`]: the versioned encoding for Raft snapshots and backups.
-//! - `scan_mark`: where the scans that run with every command start, so they cost what
-//!   is not done yet rather than the whole history.
+//! - `scan_mark` and `key_index`: where the scans that run with every command start,
+//!   and an author's earlier use of an idempotency key, so that neither costs more as
+//!   the history grows.
 
 pub mod actor;
 pub mod artifacts;
@@ -36,6 +37,7 @@ pub mod effect;
 pub mod error;
 pub mod event_log;
 pub mod fleet_state;
+mod key_index;
 pub mod limits;
 pub mod node_name;
 pub mod notes;

@@ -11,6 +11,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::error::RuleViolation;
+use super::key_index::KeyIndex;
 use super::limits::{BODY_BYTES_MAX, NAME_BYTES_MAX, check_size, check_text};
 use super::node_name::NodeName;
 use super::scan_mark::mark_after_change;
@@ -69,13 +70,41 @@ impl RelayedMessage {
 
 /// All relayed messages.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "StoredMessageRelay")]
 pub struct MessageRelay {
     next_id: u64,
     pub messages: BTreeMap<MessageId, RelayedMessage>,
     /// Every message before this one is delivered or failed, so in no inbox: `inbox`
     /// starts here and costs what still waits, not the whole history.
+    waiting_from: MessageId,
+    /// Sender → idempotency key → their message with it; rebuilt when decoded.
+    #[serde(skip_serializing)]
+    keyed: KeyIndex<MessageId>,
+}
+
+/// What a snapshot holds of a [`MessageRelay`]: the key index is rebuilt from the
+/// messages, and a snapshot without `waiting_from` scans every inbox from the first.
+#[derive(Deserialize)]
+struct StoredMessageRelay {
+    next_id: u64,
+    messages: BTreeMap<MessageId, RelayedMessage>,
     #[serde(default)]
     waiting_from: MessageId,
+}
+
+impl From<StoredMessageRelay> for MessageRelay {
+    fn from(stored: StoredMessageRelay) -> Self {
+        let mut keyed = KeyIndex::default();
+        for message in stored.messages.values() {
+            keyed.insert(&message.from, &message.request_id, message.id);
+        }
+        MessageRelay {
+            next_id: stored.next_id,
+            messages: stored.messages,
+            waiting_from: stored.waiting_from,
+            keyed,
+        }
+    }
 }
 
 impl MessageRelay {
@@ -90,12 +119,7 @@ impl MessageRelay {
         now: u64,
     ) -> Result<(&RelayedMessage, bool), RuleViolation> {
         check_text("request_id", request_id, NAME_BYTES_MAX)?;
-        if let Some(id) = self
-            .messages
-            .values()
-            .find(|m| m.from == from && m.request_id == request_id)
-            .map(|m| m.id)
-        {
+        if let Some(id) = self.keyed.get(&from, request_id) {
             let existing = &self.messages[&id];
             if existing.body != body || existing.to_session != to_session {
                 return Err(RuleViolation::IdempotencyConflict {
@@ -109,6 +133,7 @@ impl MessageRelay {
         check_text("body", body, BODY_BYTES_MAX)?;
         self.next_id += 1;
         let id = MessageId(self.next_id);
+        self.keyed.insert(&from, request_id, id);
         self.messages.insert(
             id,
             RelayedMessage {
