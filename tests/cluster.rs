@@ -101,6 +101,65 @@ async fn writes_replicate_to_every_node(transport: &str) -> Result<()> {
     Ok(())
 }
 
+/// A run of writes close together: each commit rides on the next append (the leader
+/// holds an append that would carry only a commit, `piggyback_commits`). The last
+/// commit of the run has no append after it and must still reach every follower at
+/// once, not with the next heartbeat, which is 20 s away here.
+async fn the_last_of_a_run_of_writes_reaches_every_follower_before_the_next_heartbeat(
+    transport: &str,
+) -> Result<()> {
+    let mut fleet = ProcessFleet::init(&NODES)?;
+    fleet.env.push(("FLEET_TRANSPORT".into(), transport.into()));
+    for (key, value) in [
+        ("FLEET_RAFT__HEARTBEAT_MS", "20000"),
+        ("FLEET_RAFT__ELECTION_TIMEOUT_MIN_MS", "40000"),
+        ("FLEET_RAFT__ELECTION_TIMEOUT_MAX_MS", "60000"),
+        ("FLEET_HEALTH__UNHEALTHY_AFTER_MS", "45000"),
+    ] {
+        fleet.env.push((key.into(), value.into()));
+    }
+    fleet.start_all()?;
+    fleet
+        .bootstrap("beast")
+        .with_context(|| fleet.log("beast"))?;
+    let leader = fleet.wait_for_leader(None, ELECTION_BOUND)?;
+    // Four writers at once, so that appends follow one another closely even in an
+    // unoptimised build.
+    let mut writers = tokio::task::JoinSet::new();
+    for writer in 0..4 {
+        let mut client = fleet.client(&leader).await?;
+        writers.spawn(async move {
+            for i in 0..10 {
+                let body = format!("run{writer}-{i}");
+                let (result, _) = client.write(&append(&body), false).await?;
+                anyhow::ensure!(matches!(result, Ok(Response::Event { .. })), "{result:?}");
+            }
+            anyhow::Ok(())
+        });
+    }
+    while let Some(written) = writers.join_next().await {
+        written??;
+    }
+    let written = Instant::now();
+    let run: BTreeSet<String> = (0..4)
+        .flat_map(|writer| (0..10).map(move |i| format!("run{writer}-{i}")))
+        .collect();
+    // A safety bound far above the commit's few ms, and far below the heartbeat.
+    let bound = Duration::from_secs(5);
+    for node in NODES.iter().filter(|node| **node != leader) {
+        let mut follower = fleet.client(node).await?;
+        // Reads that do not wait: what the follower has applied by now.
+        while !bodies(&mut follower, false, 0).await?.is_superset(&run) {
+            assert!(
+                written.elapsed() < bound,
+                "{node} had not applied every write of the run {bound:?} after the last"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    Ok(())
+}
+
 async fn killing_the_leader_keeps_every_acknowledged_write(transport: &str) -> Result<()> {
     let mut fleet = started(transport)?;
     let leader = fleet.wait_for_leader(None, ELECTION_BOUND)?;
@@ -309,6 +368,7 @@ macro_rules! over_both_transports {
 
 over_both_transports!(
     writes_replicate_to_every_node,
+    the_last_of_a_run_of_writes_reaches_every_follower_before_the_next_heartbeat,
     killing_the_leader_keeps_every_acknowledged_write,
     a_node_behind_a_purged_log_receives_a_snapshot,
     a_fourth_node_is_added_and_removed,

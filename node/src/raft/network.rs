@@ -18,18 +18,22 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures::Stream;
+use openraft::OptionalSend;
+use openraft::base::{BoxFuture, BoxStream};
 use openraft::error::{
     NetworkError, RPCError, RaftError, ReplicationClosed, StreamingError, Unreachable,
 };
-use openraft::network::{RPCOption, RaftNetworkFactory, RaftNetworkV2};
+use openraft::network::{RPCOption, RaftNetworkFactory, RaftNetworkV2, stream_append_sequential};
 use openraft::raft::{
-    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, TransferLeaderRequest,
-    TransferLeaderResponse, VoteRequest, VoteResponse,
+    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, StreamAppendResult,
+    TransferLeaderRequest, TransferLeaderResponse, VoteRequest, VoteResponse,
 };
 use openraft::type_config::alias::{SnapshotOf, VoteOf};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::commit_piggyback::{COMMIT_WAIT, piggyback_commits};
 use super::peer::Peer;
 use super::type_config::FleetRaft;
 use super::wire::{SnapshotData, SnapshotEnvelope};
@@ -210,6 +214,26 @@ impl RaftNetworkV2<FleetRaft> for PeerLink {
     ) -> Result<AppendEntriesResponse<FleetRaft>, RPCError<FleetRaft>> {
         let payload = encode_entries(rpc).await?;
         self.call(RpcKind::AppendEntries, payload, &option).await
+    }
+
+    /// openraft's own sequential stream (one request in flight, the next made when
+    /// its answer is in), with entry-less commits held for the next request
+    /// ([`piggyback_commits`]).
+    fn stream_append<'s, S>(
+        &'s mut self,
+        input: S,
+        option: RPCOption,
+    ) -> BoxFuture<
+        's,
+        Result<
+            BoxStream<'s, Result<StreamAppendResult<FleetRaft>, RPCError<FleetRaft>>>,
+            RPCError<FleetRaft>,
+        >,
+    >
+    where
+        S: Stream<Item = AppendEntriesRequest<FleetRaft>> + OptionalSend + Unpin + 'static,
+    {
+        stream_append_sequential(self, piggyback_commits(input, COMMIT_WAIT), option)
     }
 
     async fn vote(
