@@ -103,8 +103,8 @@ async fn writes_replicate_to_every_node(transport: &str) -> Result<()> {
 
 /// A run of writes close together: each commit rides on the next append (the leader
 /// holds an append that would carry only a commit, `piggyback_commits`). The last
-/// commit of the run has no append after it and must still reach every follower at
-/// once, not with the next heartbeat, which is 20 s away here.
+/// commit of the run has no append after it and must still reach every follower
+/// within that hold (2 ms), not with the next heartbeat, which is 20 s away here.
 async fn the_last_of_a_run_of_writes_reaches_every_follower_before_the_next_heartbeat(
     transport: &str,
 ) -> Result<()> {

@@ -6,6 +6,10 @@
 //! behaviour: a peer that cannot be reached is `Unreachable` (openraft backs off), a
 //! reply that did not come in time is a `Timeout`, anything else a `Network` error.
 //!
+//! Appends go as openraft's own sequential stream (one request in flight), except
+//! that a request carrying nothing but a new commit index waits, amid close writes,
+//! for the next request to carry it ([`piggyback_commits`]).
+//!
 //! openraft gives an append one heartbeat interval, which is plenty for a heartbeat
 //! and a few small entries but not for a large one (an artifact of several MiB): such
 //! a call would time out on every try, and the follower would never catch up. So a
