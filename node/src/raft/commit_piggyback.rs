@@ -50,18 +50,17 @@ struct Piggyback<S> {
     /// When the last request with entries was taken, and the gap before it.
     last_entries_at: Option<Instant>,
     entries_gap: Option<Duration>,
-    wait: Duration,
 }
 
 impl<S: Stream<Item = Request> + Unpin> Piggyback<S> {
     /// The next request to send, `None` at the input's end.
     async fn next_to_send(&mut self) -> Option<Request> {
         let mut request = self.take().await?;
-        let writes_close = self.entries_gap.is_some_and(|gap| gap <= self.wait);
+        let writes_close = self.entries_gap.is_some_and(|gap| gap <= COMMIT_WAIT);
         if !request.entries.is_empty() || !writes_close {
             return Some(request);
         }
-        let deadline = Instant::now() + self.wait;
+        let deadline = Instant::now() + COMMIT_WAIT;
         loop {
             match timeout_at(deadline, self.take()).await {
                 // A newer commit with no entries either: it replaces the held one and
@@ -92,8 +91,8 @@ impl<S: Stream<Item = Request> + Unpin> Piggyback<S> {
 }
 
 /// `input` with each entry-less request that comes amid close writes held up to
-/// `wait`, and dropped for the next request when one comes in that time.
-pub fn piggyback_commits<S>(input: S, wait: Duration) -> impl Stream<Item = Request> + Send + Unpin
+/// [`COMMIT_WAIT`], and dropped for the next request when one comes in that time.
+pub fn piggyback_commits<S>(input: S) -> impl Stream<Item = Request> + Send + Unpin
 where
     S: Stream<Item = Request> + Send + Unpin + 'static,
 {
@@ -101,7 +100,6 @@ where
         input: Some(input),
         last_entries_at: None,
         entries_gap: None,
-        wait,
     };
     // Fused: polled again after its end, it ends again.
     Box::pin(
@@ -160,6 +158,15 @@ mod tests {
         (prev, last, commit)
     }
 
+    /// An input to feed and the piggybacked stream of it.
+    fn piggybacked() -> (
+        mpsc::UnboundedSender<Request>,
+        impl Stream<Item = Request> + Unpin,
+    ) {
+        let (sender, receiver) = mpsc::unbounded();
+        (sender, piggyback_commits(receiver))
+    }
+
     /// Two writes in a row, taken from `output` at once: the pace of close writes.
     async fn close_writes(
         sender: &mpsc::UnboundedSender<Request>,
@@ -173,8 +180,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn amid_close_writes_a_commit_rides_on_the_next_request() {
-        let (sender, receiver) = mpsc::unbounded();
-        let mut output = piggyback_commits(receiver, COMMIT_WAIT);
+        let (sender, mut output) = piggybacked();
         close_writes(&sender, &mut output).await;
         // The commit of 2 alone, then the next write's entry well within the wait.
         sender.unbounded_send(request(2, 2, 2)).unwrap();
@@ -192,8 +198,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn amid_close_writes_a_commit_goes_alone_once_the_wait_is_over() {
-        let (sender, receiver) = mpsc::unbounded();
-        let mut output = piggyback_commits(receiver, COMMIT_WAIT);
+        let (sender, mut output) = piggybacked();
         close_writes(&sender, &mut output).await;
         sender.unbounded_send(request(2, 2, 2)).unwrap();
         let started = Instant::now();
@@ -206,8 +211,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_newer_commit_replaces_the_held_one_within_the_same_wait() {
-        let (sender, receiver) = mpsc::unbounded();
-        let mut output = piggyback_commits(receiver, COMMIT_WAIT);
+        let (sender, mut output) = piggybacked();
         close_writes(&sender, &mut output).await;
         sender.unbounded_send(request(2, 2, 1)).unwrap();
         sender.unbounded_send(request(2, 2, 2)).unwrap();
@@ -218,8 +222,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn the_commit_of_a_write_that_comes_alone_goes_at_once() {
-        let (sender, receiver) = mpsc::unbounded();
-        let mut output = piggyback_commits(receiver, COMMIT_WAIT);
+        let (sender, mut output) = piggybacked();
         // The first write: no pace known yet.
         sender.unbounded_send(request(0, 1, 0)).unwrap();
         sender.unbounded_send(request(1, 1, 1)).unwrap();
@@ -241,7 +244,7 @@ mod tests {
     async fn a_stream_of_one_request_is_sent_at_once() {
         // A heartbeat: openraft sends each as a stream of one.
         let input = futures::stream::once(async { request(4, 4, 4) });
-        let mut output = piggyback_commits(Box::pin(input), COMMIT_WAIT);
+        let mut output = piggyback_commits(Box::pin(input));
         let started = Instant::now();
         assert_eq!(shape(&output.next().await.unwrap()), (4, 4, 4));
         assert_eq!(started.elapsed(), Duration::ZERO);
@@ -251,8 +254,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn amid_close_writes_a_held_commit_goes_at_once_when_the_input_ends() {
-        let (sender, receiver) = mpsc::unbounded();
-        let mut output = piggyback_commits(receiver, COMMIT_WAIT);
+        let (sender, mut output) = piggybacked();
         close_writes(&sender, &mut output).await;
         sender.unbounded_send(request(2, 2, 2)).unwrap();
         drop(sender);

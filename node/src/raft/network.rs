@@ -37,7 +37,7 @@ use openraft::type_config::alias::{SnapshotOf, VoteOf};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::commit_piggyback::{COMMIT_WAIT, piggyback_commits};
+use super::commit_piggyback::piggyback_commits;
 use super::peer::Peer;
 use super::type_config::FleetRaft;
 use super::wire::{SnapshotData, SnapshotEnvelope};
@@ -237,7 +237,7 @@ impl RaftNetworkV2<FleetRaft> for PeerLink {
     where
         S: Stream<Item = AppendEntriesRequest<FleetRaft>> + OptionalSend + Unpin + 'static,
     {
-        stream_append_sequential(self, piggyback_commits(input, COMMIT_WAIT), option)
+        stream_append_sequential(self, piggyback_commits(input), option)
     }
 
     async fn vote(
