@@ -12,14 +12,16 @@
 //! # FLEET_BENCH_HISTORY=0,1000,10000 (default), FLEET_BENCH_WRITES=2000 (default)
 //! ```
 
+mod support;
+
 use std::time::Instant;
 
-use fleet_node::state::event_log::{EventStatus, NewEvent};
 use fleet_node::state::outbox::DeliveryResult;
 use fleet_node::state::relay::MessageStatus;
 use fleet_node::state::{
-    Actor, Command, FleetSettings, FleetState, NodeName, OpenDeliberation, Request, Response,
+    Actor, Command, FleetSettings, FleetState, OpenDeliberation, Request, Response,
 };
+use support::{bench_event, listed, node};
 
 const NODES: [&str; 3] = ["beast", "5070", "mac"];
 const SINK: &str = "webhook";
@@ -150,19 +152,10 @@ impl Fleet {
     /// What one node does per write: apply it, then read its duties and the deadline.
     /// Returns the number of duties, which a finished history leaves at zero.
     fn write(&mut self, sinks: &[String]) -> usize {
-        let request_id = Some(self.request_id());
+        let key = self.request_id();
         self.run(
             Actor::Node(node("beast")),
-            Request::AppendEvent(NewEvent {
-                event_type: "task.request".into(),
-                stream: "project/bench".into(),
-                room: "delegation".into(),
-                to: "*".into(),
-                correlation_id: None,
-                status: EventStatus::Open,
-                body: "a small record of about sixty bytes, as the write bench sends".into(),
-                request_id,
-            }),
+            Request::AppendEvent(bench_event(key)),
         );
         let duties = self.state.duties_of(&node("beast"), sinks);
         std::hint::black_box(self.state.next_deadline_ms());
@@ -170,24 +163,8 @@ impl Fleet {
     }
 }
 
-fn node(name: &str) -> NodeName {
-    NodeName::new(name).expect("a valid node name")
-}
-
 fn leader() -> Actor {
     Actor::Leader(node("beast"))
-}
-
-fn listed(variable: &str, default: &str) -> Vec<u64> {
-    std::env::var(variable)
-        .unwrap_or_else(|_| default.into())
-        .split(',')
-        .map(|n| {
-            n.trim()
-                .parse()
-                .unwrap_or_else(|_| panic!("{variable}: {n}"))
-        })
-        .collect()
 }
 
 fn main() {

@@ -4,6 +4,7 @@
 mod support;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use fleet_node::state::artifacts::sha256_hex;
 use fleet_node::state::bulletin::Recipient;
@@ -37,6 +38,17 @@ fn request_event(to: &str, body: &str) -> NewEvent {
         body: body.into(),
         request_id: None,
     }
+}
+
+/// beast appends a request to mac with `body`.
+fn append_request_to_mac(
+    fleet: &mut TestFleet,
+    body: &str,
+) -> Result<Response, fleet_node::state::RuleViolation> {
+    fleet.run(
+        as_node("beast"),
+        Request::AppendEvent(request_event("mac", body)),
+    )
 }
 
 fn ack(
@@ -177,12 +189,7 @@ fn send_to_an_unknown_session_names_the_live_ones() {
 #[test]
 fn an_ack_is_a_new_event_and_the_request_is_never_changed() {
     let mut fleet = TestFleet::new();
-    fleet
-        .run(
-            as_node("beast"),
-            Request::AppendEvent(request_event("mac", "Fix ranking; done = tests pass")),
-        )
-        .unwrap();
+    append_request_to_mac(&mut fleet, "Fix ranking; done = tests pass").unwrap();
     let before = fleet.state.events.get(1).unwrap().clone();
     ack(
         &mut fleet,
@@ -326,12 +333,7 @@ fn two_nodes_race_to_claim_one_request_and_exactly_one_wins() {
 #[test]
 fn events_are_read_from_a_cursor_with_filters_and_broadcasts() {
     let mut fleet = TestFleet::new();
-    fleet
-        .run(
-            as_node("beast"),
-            Request::AppendEvent(request_event("mac", "one")),
-        )
-        .unwrap();
+    append_request_to_mac(&mut fleet, "one").unwrap();
     fleet
         .run(
             as_node("beast"),
@@ -367,12 +369,7 @@ fn events_are_read_from_a_cursor_with_filters_and_broadcasts() {
 #[test]
 fn an_oversized_body_is_refused_with_the_limit_named_and_nothing_stored() {
     let mut fleet = TestFleet::new();
-    let error = fleet
-        .run(
-            as_node("beast"),
-            Request::AppendEvent(request_event("mac", &"x".repeat(BODY_BYTES_MAX + 1))),
-        )
-        .unwrap_err();
+    let error = append_request_to_mac(&mut fleet, &"x".repeat(BODY_BYTES_MAX + 1)).unwrap_err();
     assert_eq!(
         error.to_string(),
         "body is 262145 bytes, over the limit of 262144 bytes; nothing was stored"
@@ -550,12 +547,7 @@ fn a_snapshot_round_trips_the_whole_state_and_refuses_other_versions() {
     let id = fleet.open("Snapshot me");
     fleet.submit("beast", id, "yes").unwrap();
     publish(&mut fleet, "5070", "5070-main");
-    fleet
-        .run(
-            as_node("beast"),
-            Request::AppendEvent(request_event("mac", "one")),
-        )
-        .unwrap();
+    append_request_to_mac(&mut fleet, "one").unwrap();
     let bytes = Snapshot::encode(&fleet.state);
     assert_eq!(Snapshot::decode(&bytes).unwrap(), fleet.state);
 
@@ -569,5 +561,63 @@ fn a_snapshot_round_trips_the_whole_state_and_refuses_other_versions() {
     assert_eq!(
         Snapshot::decode(b"{not json").unwrap_err().code(),
         "corrupt_snapshot"
+    );
+}
+
+#[test]
+fn a_copy_of_the_state_shares_its_events_and_artifacts_and_encodes_the_same() {
+    let mut fleet = TestFleet::new();
+    for body in ["one", "two"] {
+        append_request_to_mac(&mut fleet, body).unwrap();
+    }
+    let content = b"--- a/src/rank.rs\n+++ b/src/rank.rs\n".to_vec();
+    let sha = sha256_hex(&content);
+    fleet
+        .run(
+            as_node("mac"),
+            Request::PutArtifact {
+                sha256: sha.clone(),
+                media_type: "text/x-diff".into(),
+                metadata: BTreeMap::new(),
+                content,
+            },
+        )
+        .unwrap();
+    let copy = fleet.state.clone();
+    assert!(
+        Arc::ptr_eq(
+            &fleet.state.artifacts.artifacts[&sha],
+            &copy.artifacts.artifacts[&sha]
+        ),
+        "a copy of the state copied an artifact's content"
+    );
+    let (events, copied) = (fleet.state.events.events(), copy.events.events());
+    assert_eq!(events.len(), 2);
+    assert!(
+        events
+            .iter()
+            .zip(copied)
+            .all(|(event, copy)| Arc::ptr_eq(event, copy)),
+        "a copy of the state (as a snapshot takes) copied the events themselves"
+    );
+    // An event is encoded as itself, as before events were shared.
+    let bytes = Snapshot::encode(&copy);
+    let json: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(json["state"]["events"]["events"][1]["body"], "two");
+    assert_eq!(Snapshot::decode(&bytes).unwrap(), fleet.state);
+}
+
+#[test]
+fn a_snapshot_encoded_into_a_buffer_with_room_is_written_once_and_is_the_same_bytes() {
+    let mut fleet = TestFleet::new();
+    append_request_to_mac(&mut fleet, "one").unwrap();
+    let bytes = Snapshot::encode(&fleet.state);
+    let room = 2 * bytes.len();
+    let presized = Snapshot::encode_with_capacity(&fleet.state, room);
+    assert_eq!(presized, bytes);
+    assert_eq!(
+        presized.capacity(),
+        room,
+        "the buffer was made again while the snapshot was encoded"
     );
 }

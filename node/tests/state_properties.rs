@@ -19,6 +19,7 @@
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use fleet_node::state::deliberation::Outcome;
 use fleet_node::state::event_log::{Event, EventStatus, NewEvent};
@@ -128,7 +129,7 @@ struct Run {
     state: FleetState,
     now: u64,
     outcomes: BTreeMap<DeliberationId, Outcome>,
-    events: Vec<Event>,
+    events: Vec<Arc<Event>>,
     hold_ms: u64,
 }
 

@@ -3,8 +3,11 @@
 //! An artifact is stored under the sha256 of its content. The hash the caller gives is
 //! checked before anything is stored, and checked again on every read, so a corrupt
 //! copy is reported instead of served. Sizes are limits, never truncation points.
+//! A stored artifact never changes, so it is held in an [`Arc`]: the copy of the state
+//! a snapshot encodes shares it rather than copying up to 4 MiB of content.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -31,7 +34,7 @@ pub struct Artifact {
 /// All artifacts by sha256.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ArtifactStore {
-    pub artifacts: BTreeMap<String, Artifact>,
+    pub artifacts: BTreeMap<String, Arc<Artifact>>,
 }
 
 /// The lowercase hex sha256 of `content`.
@@ -69,17 +72,17 @@ impl ArtifactStore {
         if fresh {
             self.artifacts.insert(
                 actual.clone(),
-                Artifact {
+                Arc::new(Artifact {
                     sha256: actual.clone(),
                     media_type: media_type.into(),
                     metadata,
                     content,
                     put_by: by.into(),
                     put_at_ms: now,
-                },
+                }),
             );
         }
-        Ok((&self.artifacts[&actual], fresh))
+        Ok((self.artifacts[&actual].as_ref(), fresh))
     }
 
     /// The artifact `sha256`, verified against its hash before it is returned.
@@ -139,7 +142,9 @@ mod tests {
             .unwrap();
         assert_eq!(store.get(&sha).unwrap().content, content);
 
-        store.artifacts.get_mut(&sha).unwrap().content.push(b'!');
+        Arc::make_mut(store.artifacts.get_mut(&sha).unwrap())
+            .content
+            .push(b'!');
         assert_eq!(store.get(&sha).unwrap_err().code(), "artifact_corrupt");
     }
 

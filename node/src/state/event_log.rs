@@ -11,11 +11,14 @@
 //!
 //! The log never shrinks, so nothing an append does may grow with it: a repeated
 //! idempotency key is found in a [`KeyIndex`] of (author, key), not by a scan of the
-//! events.
+//! events. Nor may a copy of the state grow with it more than it must: each event is
+//! held in an [`Arc`], so the copy a snapshot encodes shares the events, which never
+//! change, instead of copying every string of every one.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -135,7 +138,7 @@ impl EventFilter {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(from = "StoredEventLog")]
 pub struct EventLog {
-    events: Vec<Event>,
+    events: Vec<Arc<Event>>,
     /// Request event id → (claimant, claiming ack id).
     claims: BTreeMap<u64, (String, u64)>,
     /// Author → idempotency key → the id of the newest event they appended with it.
@@ -157,7 +160,7 @@ impl From<StoredEventLog> for EventLog {
             index_key(&mut keyed, event);
         }
         EventLog {
-            events: stored.events,
+            events: stored.events.into_iter().map(Arc::new).collect(),
             claims: stored.claims,
             keyed,
         }
@@ -181,6 +184,7 @@ impl EventLog {
     pub fn get(&self, id: u64) -> Result<&Event, RuleViolation> {
         id.checked_sub(1)
             .and_then(|index| self.events.get(index as usize))
+            .map(Arc::as_ref)
             .ok_or(RuleViolation::UnknownEvent {
                 id,
                 last: self.last_id(),
@@ -199,6 +203,7 @@ impl EventLog {
             .min(self.events.len());
         self.events[start..]
             .iter()
+            .map(Arc::as_ref)
             .filter(move |e| filter.matches(e))
             .take(limit)
     }
@@ -250,8 +255,8 @@ impl EventLog {
             request_id: new.request_id,
         };
         index_key(&mut self.keyed, &event);
-        self.events.push(event);
-        Ok(self.events.last().expect("just pushed"))
+        self.events.push(Arc::new(event));
+        Ok(self.events.last().map(Arc::as_ref).expect("just pushed"))
     }
 
     /// Acknowledges event `id` with a new event by `from`. One claimant per request: a
@@ -312,7 +317,7 @@ impl EventLog {
     }
 
     /// Every event, oldest first.
-    pub fn events(&self) -> &[Event] {
+    pub fn events(&self) -> &[Arc<Event>] {
         &self.events
     }
 }

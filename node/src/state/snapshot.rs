@@ -27,16 +27,29 @@ struct VersionOnly {
 impl Snapshot {
     /// Encodes `state` at the current format version.
     pub fn encode(state: &FleetState) -> Vec<u8> {
+        Self::encode_with_capacity(state, 0)
+    }
+
+    /// Encodes `state` into a buffer made with room for `capacity` bytes. A buffer
+    /// that grows as it fills copies what it holds at every doubling, and for a
+    /// multi-MiB snapshot each new block is fresh memory the kernel must zero first;
+    /// one made large enough at the start is written once.
+    pub fn encode_with_capacity(state: &FleetState, capacity: usize) -> Vec<u8> {
         #[derive(Serialize)]
         struct Borrowed<'a> {
             format_version: u32,
             state: &'a FleetState,
         }
-        serde_json::to_vec(&Borrowed {
-            format_version: SNAPSHOT_FORMAT_VERSION,
-            state,
-        })
-        .expect("the fleet state always serialises")
+        let mut buffer = Vec::with_capacity(capacity);
+        serde_json::to_writer(
+            &mut buffer,
+            &Borrowed {
+                format_version: SNAPSHOT_FORMAT_VERSION,
+                state,
+            },
+        )
+        .expect("the fleet state always serialises");
+        buffer
     }
 
     /// Decodes a snapshot, refusing unknown versions and damaged bytes.

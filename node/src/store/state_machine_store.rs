@@ -197,6 +197,15 @@ fn decode_state(meta: &SnapshotMeta, data: &[u8]) -> Result<FleetState, StoreErr
     })
 }
 
+/// The buffer a snapshot is encoded into: twice the last snapshot. The pacer starts a
+/// snapshot once the log written since the last one is as large as that snapshot, and
+/// the state grows by less than the log that carried the growth, so the new one nearly
+/// always fits (and when it does not, the buffer grows as usual). Room that is never
+/// written costs address space, not memory.
+fn encode_capacity(last_snapshot_bytes: u64) -> usize {
+    usize::try_from(last_snapshot_bytes.saturating_mul(2)).unwrap_or(usize::MAX)
+}
+
 fn describe(log_id: &Option<LogId>) -> String {
     log_id
         .as_ref()
@@ -279,6 +288,7 @@ impl RaftSnapshotBuilder<FleetRaft> for StateMachineStore {
         // On the blocking pool: copying and encoding a large state takes milliseconds,
         // which the runtime's workers owe to heartbeats and client calls.
         let applied = Arc::clone(&self.applied);
+        let capacity = encode_capacity(self.sizes.snapshot_bytes());
         let (meta, data) = run_blocking("a snapshot build", move || {
             // Taken under one lock, so the state and its log id belong together;
             // encoded after the lock is released, so applying goes on meanwhile.
@@ -290,7 +300,7 @@ impl RaftSnapshotBuilder<FleetRaft> for StateMachineStore {
                 };
                 (meta, applied.state.clone())
             };
-            Ok((meta, Snapshot::encode(&state)))
+            Ok((meta, Snapshot::encode_with_capacity(&state, capacity)))
         })
         .await?;
         let data = self.persist_snapshot(&meta, data, true).await?;
