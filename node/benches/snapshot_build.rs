@@ -3,9 +3,10 @@
 //! A snapshot takes a copy of the state under the state's lock (so applying goes on
 //! while it encodes), then encodes that copy. This bench builds a state with `events`
 //! appended events, as the write bench appends them, and times both steps the way the
-//! state machine store takes them: the copy, then the encoding into a buffer with room
-//! for twice the last snapshot; then as many builds whose encoding goes into a buffer
-//! that grows as it fills, for comparison. Each step is timed alone, after a pause,
+//! state machine store takes them: the copy, then the encoding into a buffer made with
+//! room to spare (twice the snapshot, as the store makes room for twice the last one);
+//! then as many builds whose encoding goes into a buffer that grows as it fills, for
+//! comparison. Each step is timed alone, after a pause,
 //! with `fleetd`'s allocator (mimalloc).
 //!
 //! ```sh

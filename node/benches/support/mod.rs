@@ -1,4 +1,5 @@
-//! What the state benches share: node names and the lists they read from the environment.
+//! What the state benches share: node names, the event the write bench appends, and
+//! the lists of numbers they read from the environment.
 
 use fleet_node::state::NodeName;
 use fleet_node::state::event_log::{EventStatus, NewEvent};
