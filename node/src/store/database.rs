@@ -5,7 +5,7 @@
 //! One database holds everything, so a write that touches two column families (a
 //! purge records the purge point and deletes the entries) is one atomic `WriteBatch`.
 //! Every write that Raft's safety depends on is durable before Raft counts on it:
-//! votes, purges and snapshots go through [`write_synced`], which fsyncs RocksDB's
+//! votes and purges go through [`write_synced`], which fsyncs RocksDB's
 //! write-ahead log before it returns; appended entries and truncations are written
 //! with [`write_unsynced`] by the `LogWriter`, which reports them done after its fsync.
 
@@ -23,7 +23,8 @@ pub(crate) const CF_LOG: &str = "log";
 /// Raft's own records beside the log: the vote, the committed log id and the last
 /// purged log id, each JSON under its own key.
 pub(crate) const CF_META: &str = "meta";
-/// The current snapshot: its metadata and its state bytes.
+/// Where an earlier build kept the current snapshot (its metadata and its state
+/// bytes); read until the first snapshot file replaces it (see `snapshot_file`).
 pub(crate) const CF_SNAPSHOT: &str = "snapshot";
 
 const COLUMN_FAMILIES: [&str; 3] = [CF_LOG, CF_META, CF_SNAPSHOT];

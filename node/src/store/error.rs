@@ -1,5 +1,5 @@
-//! `StoreError`: every way the RocksDB store can fail, naming the path, the column
-//! family and the operation.
+//! `StoreError`: every way the store (RocksDB and the snapshot file) can fail, naming
+//! the path, the column family and the operation.
 //!
 //! Nothing here is a refusal a caller could act on: a store error means the node's
 //! disk or its data is in trouble, and the node must stop rather than guess. The
@@ -13,7 +13,7 @@ use thiserror::Error;
 
 use crate::state::RuleViolation;
 
-/// A failure of the RocksDB store.
+/// A failure of the store.
 #[derive(Debug, Error)]
 pub enum StoreError {
     /// The store's directory could not be created.
@@ -87,6 +87,15 @@ pub enum StoreError {
         what: String,
         #[source]
         source: RuleViolation,
+    },
+
+    /// The snapshot file could not be opened, read, written or synced.
+    #[error("cannot {action} the snapshot file {}: {source}", .path.display())]
+    SnapshotFile {
+        path: PathBuf,
+        action: &'static str,
+        #[source]
+        source: io::Error,
     },
 
     /// The log writer could not write or sync what it was given.

@@ -1,5 +1,5 @@
-//! The node's durable storage for Raft: the log and vote, and the state machine with
-//! its snapshot, in one RocksDB database.
+//! The node's durable storage for Raft: the log and vote in one RocksDB database, and
+//! the state machine with its snapshot, in a file beside it.
 //!
 //! [`open_store`] opens (or creates) the database in a directory and returns the two
 //! halves openraft needs — a [`LogStore`] (`RaftLogStorage`) and a
@@ -9,17 +9,20 @@
 //! `open_store`, tagged with their log index.
 //!
 //! # Durability
-//! Every vote, purge and snapshot is written with RocksDB's `sync` option, and an
-//! append or truncation is reported done to Raft only after an fsync of the
-//! write-ahead log that covers it (group commit, see `log_writer`), so what this node
-//! acknowledged survives `kill -9` and power loss (SPEC K1). The state itself is kept in memory and rebuilt on restart
-//! from the last snapshot plus the committed log after it.
+//! Every vote and purge is written with RocksDB's `sync` option, every snapshot is
+//! fsynced into its file before it replaces the last one, and an append or
+//! truncation is reported done to Raft only after an fsync of the write-ahead log that
+//! covers it (group commit, see `log_writer`), so what this node acknowledged survives
+//! `kill -9` and power loss (SPEC K1). The state itself is kept in memory and rebuilt
+//! on restart from the last snapshot plus the committed log after it.
 //!
 //! # Layout
 //! - [`log_store`]: `LogStore`, the log (`log` column family) and vote, committed and
 //!   purge point (`meta`).
 //! - [`state_machine_store`]: `StateMachineStore`, applying commands, building and
-//!   installing snapshots (`snapshot`), and `AppliedEffects`.
+//!   installing snapshots, and `AppliedEffects`.
+//! - `snapshot_file`: `SnapshotFile`, the current snapshot in a file of its own
+//!   (written aside, fsynced, renamed into place; checksummed).
 //! - [`state_handle`]: `StateHandle`, read access and the applied-index watch.
 //! - [`store_sizes`]: `StoreSizes`, the bytes written to the log and the size of the
 //!   current snapshot, which snapshots are paced by.
@@ -35,6 +38,7 @@ pub mod error;
 pub mod log_store;
 mod log_tail;
 mod log_writer;
+mod snapshot_file;
 pub mod state_handle;
 pub mod state_machine_store;
 pub mod store_sizes;
@@ -64,7 +68,8 @@ pub fn open_store(
 ) -> Result<(LogStore, StateMachineStore, StateHandle), StoreError> {
     let db = database::open(dir)?;
     let sizes = StoreSizes::default();
-    let (state_machine, handle) = StateMachineStore::open(Arc::clone(&db), effects, sizes.clone())?;
+    let (state_machine, handle) =
+        StateMachineStore::open(Arc::clone(&db), dir, effects, sizes.clone())?;
     // The log above the snapshot was written since it, before a restart or not.
     let above_snapshot = handle.applied_index().saturating_add(1);
     sizes.add_log_bytes(log_store::log_bytes_from(&db, above_snapshot)?);

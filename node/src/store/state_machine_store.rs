@@ -2,10 +2,12 @@
 //! the pure [`FleetState`], with the current snapshot persisted in RocksDB.
 //!
 //! The state lives in memory (it is small, and the pure state machine is fast); what
-//! survives a restart is the last snapshot, written synced to the `snapshot` column
-//! family, plus the log and the committed log id in the [`LogStore`]. On open the state
-//! is restored from that snapshot, so `applied_state()` reports the snapshot's last log
-//! id, and openraft re-applies the committed entries after it.
+//! survives a restart is the last snapshot, in its own [`SnapshotFile`] beside the
+//! database, plus the log and the committed log id in the [`LogStore`]. On open the
+//! state is restored from that snapshot, so `applied_state()` reports the snapshot's
+//! last log id, and openraft re-applies the committed entries after it. A store written
+//! by an earlier build keeps its snapshot in RocksDB's `snapshot` column family; it is
+//! read from there until the first snapshot file replaces it.
 //!
 //! Applying an entry runs its [`Command`] through `FleetState::apply`, answers the
 //! proposer (if it waits on this node), advances the applied index that
@@ -19,9 +21,11 @@
 //! openraft's `SnapshotMeta` beside it and are stored next to the bytes.
 //!
 //! [`LogStore`]: super::LogStore
+//! [`SnapshotFile`]: super::snapshot_file::SnapshotFile
 //! [`Command`]: crate::state::Command
 
 use std::io;
+use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::{Stream, StreamExt};
@@ -33,8 +37,9 @@ use openraft::{EntryPayload, OptionalSend, StoredMembership};
 use rocksdb::{DB, WriteBatch};
 use tokio::sync::{mpsc, watch};
 
-use super::database::{CF_SNAPSHOT, column_family, read_json, run_blocking, to_json, write_synced};
+use super::database::{CF_SNAPSHOT, column_family, read_json, run_blocking, write_unsynced};
 use super::error::StoreError;
+use super::snapshot_file::SnapshotFile;
 use super::state_handle::{
     AppliedState, SharedAppliedState, StateHandle, read_applied, write_applied,
 };
@@ -46,6 +51,7 @@ type LogId = LogIdOf<FleetRaft>;
 type SnapshotMeta = SnapshotMetaOf<FleetRaft>;
 type StoredSnapshot = SnapshotOf<FleetRaft, Vec<u8>>;
 
+/// Where an earlier build kept the snapshot: keys of the `snapshot` column family.
 const KEY_SNAPSHOT_META: &str = "meta";
 const KEY_SNAPSHOT_DATA: &str = "data";
 
@@ -65,11 +71,25 @@ pub struct StateMachineStore {
     applied: SharedAppliedState,
     applied_index: watch::Sender<u64>,
     effects: mpsc::UnboundedSender<AppliedEffects>,
-    /// Serialises writes of the current snapshot, so a snapshot built from an older
-    /// state never replaces a newer one that was installed meanwhile.
-    snapshot_write: Arc<Mutex<()>>,
+    /// The current snapshot's file.
+    file: Arc<SnapshotFile>,
+    /// What is stored; its lock serialises writes of the current snapshot, so a
+    /// snapshot built from an older state never replaces a newer one that was
+    /// installed meanwhile.
+    stored: Arc<Mutex<StoredRecord>>,
     /// Where the current snapshot's size is kept.
     sizes: StoreSizes,
+}
+
+/// What the store holds as its current snapshot.
+#[derive(Default)]
+struct StoredRecord {
+    /// The stored snapshot's last log id (`None` inside: it covers no entry); `None`
+    /// when there is no snapshot.
+    last_log_id: Option<Option<LogId>>,
+    /// Whether an earlier build's snapshot is still in the `snapshot` column family,
+    /// to be deleted once a file replaces it.
+    in_rocksdb: bool,
 }
 
 impl StateMachineStore {
@@ -77,10 +97,23 @@ impl StateMachineStore {
     /// a handle on its state (which also reads `sizes`).
     pub(crate) fn open(
         db: Arc<DB>,
+        dir: &Path,
         effects: mpsc::UnboundedSender<AppliedEffects>,
         sizes: StoreSizes,
     ) -> Result<(Self, StateHandle), StoreError> {
-        let stored = read_snapshot(&db)?;
+        let file = SnapshotFile::open(dir)?;
+        let (stored, in_rocksdb) = match file.read()? {
+            Some(snapshot) => (Some(snapshot), false),
+            None => {
+                let earlier = read_rocksdb_snapshot(&db)?;
+                let in_rocksdb = earlier.is_some();
+                (earlier, in_rocksdb)
+            }
+        };
+        let record = StoredRecord {
+            last_log_id: stored.as_ref().map(|s| s.meta.last_log_id),
+            in_rocksdb,
+        };
         sizes.set_snapshot_bytes(stored.as_ref().map_or(0, |s| s.snapshot.len() as u64));
         let applied = match stored {
             Some(snapshot) => AppliedState {
@@ -99,7 +132,8 @@ impl StateMachineStore {
             applied,
             applied_index,
             effects,
-            snapshot_write: Arc::new(Mutex::new(())),
+            file: Arc::new(file),
+            stored: Arc::new(Mutex::new(record)),
             sizes,
         };
         Ok((store, handle))
@@ -134,39 +168,55 @@ impl StateMachineStore {
         data: Vec<u8>,
         only_if_newer: bool,
     ) -> Result<Vec<u8>, StoreError> {
-        let encoded_meta = to_json(meta, "the snapshot metadata")?;
-        let last_log_id = meta.last_log_id;
+        let meta = meta.clone();
         let db = Arc::clone(&self.db);
-        let lock = Arc::clone(&self.snapshot_write);
+        let file = Arc::clone(&self.file);
+        let stored = Arc::clone(&self.stored);
         let sizes = self.sizes.clone();
         run_blocking("a snapshot write", move || {
-            let _serialised = lock.lock().unwrap_or_else(PoisonError::into_inner);
-            if only_if_newer {
-                let stored: Option<SnapshotMeta> = read_json(&db, CF_SNAPSHOT, KEY_SNAPSHOT_META)?;
-                if stored.is_some_and(|stored| stored.last_log_id > last_log_id) {
-                    tracing::debug!(
-                        built = %describe(&last_log_id),
-                        "a newer snapshot is already stored; keeping it"
-                    );
-                    return Ok(data);
-                }
+            let mut stored = stored.lock().unwrap_or_else(PoisonError::into_inner);
+            if only_if_newer
+                && stored
+                    .last_log_id
+                    .is_some_and(|newest| newest > meta.last_log_id)
+            {
+                tracing::debug!(
+                    built = %describe(&meta.last_log_id),
+                    "a newer snapshot is already stored; keeping it"
+                );
+                return Ok(data);
             }
-            let family = column_family(&db, CF_SNAPSHOT)?;
-            let mut batch = WriteBatch::default();
-            batch.put_cf(family, KEY_SNAPSHOT_META, encoded_meta);
-            batch.put_cf(family, KEY_SNAPSHOT_DATA, &data);
-            write_synced(&db, batch, CF_SNAPSHOT, || {
-                format!("the snapshot up to {}", describe(&last_log_id))
-            })?;
+            file.write(&meta, &data)?;
+            stored.last_log_id = Some(meta.last_log_id);
             sizes.set_snapshot_bytes(data.len() as u64);
+            if stored.in_rocksdb {
+                // Unsynced: once the file is there, it is read first whatever is left.
+                let family = column_family(&db, CF_SNAPSHOT)?;
+                let mut batch = WriteBatch::default();
+                batch.delete_cf(family, KEY_SNAPSHOT_META);
+                batch.delete_cf(family, KEY_SNAPSHOT_DATA);
+                write_unsynced(&db, batch, CF_SNAPSHOT, || {
+                    "the snapshot an earlier build stored".into()
+                })?;
+                stored.in_rocksdb = false;
+            }
             Ok(data)
         })
         .await
     }
 }
 
-/// The stored current snapshot, if there is one.
-fn read_snapshot(db: &DB) -> Result<Option<StoredSnapshot>, StoreError> {
+/// The stored current snapshot, if there is one: the file's, or else the one an
+/// earlier build kept in RocksDB.
+fn read_snapshot(db: &DB, file: &SnapshotFile) -> Result<Option<StoredSnapshot>, StoreError> {
+    match file.read()? {
+        Some(snapshot) => Ok(Some(snapshot)),
+        None => read_rocksdb_snapshot(db),
+    }
+}
+
+/// The snapshot an earlier build kept in the `snapshot` column family, if any.
+fn read_rocksdb_snapshot(db: &DB) -> Result<Option<StoredSnapshot>, StoreError> {
     let Some(meta) = read_json::<SnapshotMeta>(db, CF_SNAPSHOT, KEY_SNAPSHOT_META)? else {
         return Ok(None);
     };
@@ -277,7 +327,8 @@ impl RaftStateMachine<FleetRaft> for StateMachineStore {
     }
 
     async fn get_current_snapshot(&mut self) -> Result<Option<StoredSnapshot>, io::Error> {
-        Ok(read_snapshot(&self.db)?)
+        let (db, file) = (Arc::clone(&self.db), Arc::clone(&self.file));
+        Ok(run_blocking("a snapshot read", move || read_snapshot(&db, &file)).await?)
     }
 }
 
@@ -308,5 +359,102 @@ impl RaftSnapshotBuilder<FleetRaft> for StateMachineStore {
             meta,
             snapshot: data,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::{Actor, Command, FleetSettings, Request};
+    use crate::store::database::{open, to_json, write_synced};
+    use crate::store::open_store;
+    use crate::store::snapshot_file::SNAPSHOT_FILE_NAME;
+    use crate::store::test_entries::log_id;
+
+    /// A bootstrapped state, as an earlier build's snapshot of it.
+    fn bootstrapped() -> FleetState {
+        let mut state = FleetState::default();
+        state.apply(Command {
+            at_ms: 1_000,
+            actor: Actor::Operator,
+            request: Request::Bootstrap(FleetSettings::default_for("home")),
+        });
+        state
+    }
+
+    /// Writes `state` at log id (1, 4) where an earlier build kept its snapshot.
+    fn store_as_an_earlier_build(dir: &Path, state: &FleetState) {
+        let db = open(dir).unwrap();
+        let meta = SnapshotMeta {
+            last_log_id: Some(log_id(1, 4)),
+            last_membership: StoredMembership::default(),
+        };
+        let family = column_family(&db, CF_SNAPSHOT).unwrap();
+        let mut batch = WriteBatch::default();
+        batch.put_cf(family, KEY_SNAPSHOT_META, to_json(&meta, "meta").unwrap());
+        batch.put_cf(family, KEY_SNAPSHOT_DATA, Snapshot::encode(state));
+        write_synced(&db, batch, CF_SNAPSHOT, || "an earlier snapshot".into()).unwrap();
+    }
+
+    fn read_state(store: &StateHandle) -> FleetState {
+        store.read(FleetState::clone)
+    }
+
+    #[tokio::test]
+    async fn an_earlier_builds_snapshot_is_read_until_a_file_replaces_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = bootstrapped();
+        store_as_an_earlier_build(dir.path(), &state);
+
+        let (log, mut machine, handle) =
+            open_store(dir.path(), mpsc::unbounded_channel().0).unwrap();
+        assert_eq!(
+            read_state(&handle),
+            state,
+            "restored from the column family"
+        );
+        let current = machine.get_current_snapshot().await.unwrap().unwrap();
+        assert_eq!(current.meta.last_log_id, Some(log_id(1, 4)));
+        assert!(!dir.path().join(SNAPSHOT_FILE_NAME).exists());
+
+        let built = machine.build_snapshot().await.unwrap();
+        assert_eq!(built.meta.last_log_id, Some(log_id(1, 4)));
+        assert!(dir.path().join(SNAPSHOT_FILE_NAME).exists());
+        assert!(
+            read_rocksdb_snapshot(&machine.db).unwrap().is_none(),
+            "the earlier build's snapshot is deleted once the file holds one"
+        );
+        drop((log, machine, handle));
+
+        let (_log, _machine, handle) = open_store(dir.path(), mpsc::unbounded_channel().0).unwrap();
+        assert_eq!(read_state(&handle), state, "restored from the file");
+    }
+
+    #[tokio::test]
+    async fn a_built_snapshot_older_than_the_stored_one_does_not_replace_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_log, mut machine, _handle) =
+            open_store(dir.path(), mpsc::unbounded_channel().0).unwrap();
+        let newer = SnapshotMeta {
+            last_log_id: Some(log_id(2, 9)),
+            last_membership: StoredMembership::default(),
+        };
+        machine
+            .install_snapshot(&newer, Snapshot::encode(&bootstrapped()))
+            .await
+            .unwrap();
+
+        // Built from the state as it was before the install (nothing applied).
+        let older = SnapshotMeta {
+            last_log_id: Some(log_id(1, 3)),
+            last_membership: StoredMembership::default(),
+        };
+        machine
+            .persist_snapshot(&older, Snapshot::encode(&FleetState::default()), true)
+            .await
+            .unwrap();
+
+        let current = machine.get_current_snapshot().await.unwrap().unwrap();
+        assert_eq!(current.meta, newer);
     }
 }
