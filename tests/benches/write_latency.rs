@@ -8,6 +8,11 @@
 //! build --workspace --release --bins`: an optimised build, as etcd's is). `FLEET_BENCH_WRITES` sets the writes
 //! per run (default 10000); `FLEET_BENCH_CLIENTS` (say `64`) and `FLEET_BENCH_SYSTEMS`
 //! (say `quic,etcd`; of `quic`, `grpc`, `etcd`) narrow a run down, for profiling.
+//! `FLEET_BENCH_ROUNDS` (default 1) runs the whole selection that many times, the
+//! systems in turn within each round, and adds Fleet's throughput and p50 over
+//! etcd's in the same round, median and range over the rounds: on a shared host
+//! whose speed drifts by tens of percent within minutes, a ratio of runs made side by
+//! side says more than rows made minutes apart.
 //! Prints a Markdown table for `docs/benchmarks.md`, with the CPU time the three
 //! servers together and the clients spent per write: when both cores are busy, that
 //! decides the throughput, and it varies less than wall-clock figures on a busy host.
@@ -128,10 +133,10 @@ fn concurrency() -> Result<Vec<usize>> {
     listed("FLEET_BENCH_CLIENTS", &CONCURRENCY)
 }
 
-fn row(system: &str, run: &LatencyRun) -> String {
+fn row(round: usize, system: &str, run: &LatencyRun) -> String {
     let ms = |d: Duration| format!("{:.2}", d.as_secs_f64() * 1000.0);
     format!(
-        "| {system} | {} | {} | {} | {} | {:.0} | {:.0} | {:.0} |",
+        "| {round} | {system} | {} | {} | {} | {} | {:.0} | {:.0} | {:.0} |",
         run.clients,
         run.writes,
         ms(run.percentile(0.5)),
@@ -142,11 +147,85 @@ fn row(system: &str, run: &LatencyRun) -> String {
     )
 }
 
+/// One system's rows of one round.
+struct Measured {
+    system: String,
+    round: usize,
+    runs: Vec<LatencyRun>,
+}
+
+/// The median of `values` and their range, as `median (min–max)`.
+fn spread(mut values: Vec<f64>) -> String {
+    values.sort_by(f64::total_cmp);
+    let middle = values.len() / 2;
+    let median = if values.len().is_multiple_of(2) {
+        (values[middle - 1] + values[middle]) / 2.0
+    } else {
+        values[middle]
+    };
+    format!(
+        "{median:.2} ({:.2}–{:.2})",
+        values[0],
+        values[values.len() - 1]
+    )
+}
+
+/// Per client count and Fleet transport, Fleet's throughput and p50 over etcd's in
+/// the same round, across the rounds.
+fn ratios(measured: &[Measured]) -> Vec<String> {
+    let mut lines = Vec::new();
+    let etcd: Vec<&Measured> = measured.iter().filter(|m| m.system == "etcd 3.4").collect();
+    let fleets = measured.iter().filter(|m| m.system != "etcd 3.4");
+    let mut systems: Vec<&str> = fleets.map(|m| m.system.as_str()).collect();
+    systems.dedup();
+    for system in systems {
+        for (row, clients) in etcd
+            .first()
+            .map_or(&[][..], |e| &e.runs[..])
+            .iter()
+            .enumerate()
+        {
+            let pairs: Vec<(&LatencyRun, &LatencyRun)> = measured
+                .iter()
+                .filter(|m| m.system == system)
+                .filter_map(|fleet| {
+                    let etcd = etcd.iter().find(|e| e.round == fleet.round)?;
+                    Some((&fleet.runs[row], &etcd.runs[row]))
+                })
+                .collect();
+            if pairs.is_empty() {
+                continue;
+            }
+            let throughput = pairs
+                .iter()
+                .map(|(f, e)| f.throughput() / e.throughput())
+                .collect();
+            let p50 = pairs
+                .iter()
+                .map(|(f, e)| f.percentile(0.5).as_secs_f64() / e.percentile(0.5).as_secs_f64())
+                .collect();
+            lines.push(format!(
+                "| {system} | {} | {} | {} | {} |",
+                clients.clients,
+                pairs.len(),
+                spread(throughput),
+                spread(p50)
+            ));
+        }
+    }
+    lines
+}
+
 fn main() -> Result<()> {
     let writes: usize = std::env::var("FLEET_BENCH_WRITES")
         .ok()
         .and_then(|w| w.parse().ok())
         .unwrap_or(10_000);
+    let rounds: usize = std::env::var("FLEET_BENCH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(1)
+        .max(1);
     // The clients run on two workers whatever `TOKIO_WORKER_THREADS` says.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -154,28 +233,55 @@ fn main() -> Result<()> {
         .build()?;
     runtime.block_on(async {
         let systems = listed("FLEET_BENCH_SYSTEMS", &SYSTEMS.map(String::from))?;
-        let mut rows = Vec::new();
-        for transport in ["quic", "grpc"].into_iter().filter(|t| systems.iter().any(|s| s == t)) {
-            for run in fleet_runs(transport, writes).await? {
-                eprintln!("{}", row(&format!("fleet ({transport})"), &run));
-                rows.push(row(&format!("fleet ({transport})"), &run));
-            }
-        }
         let with_etcd = systems.iter().any(|s| s == "etcd");
-        if with_etcd && EtcdCluster::available() {
-            for run in etcd_runs(writes).await? {
-                eprintln!("{}", row("etcd 3.4", &run));
-                rows.push(row("etcd 3.4", &run));
-            }
-        } else if with_etcd {
+        if with_etcd && !EtcdCluster::available() {
             eprintln!("etcd is not installed (Debian: apt-get install etcd-server); only Fleet was measured");
         }
+        let mut order: Vec<&str> = ["quic", "grpc"]
+            .into_iter()
+            .filter(|t| systems.iter().any(|s| s == t))
+            .collect();
+        if with_etcd && EtcdCluster::available() {
+            order.push("etcd");
+        }
+        let mut measured = Vec::new();
+        for round in 1..=rounds {
+            // Each round runs the systems in turn, starting from the other end every
+            // other round, so that neither always runs on the host as the other left it.
+            let mut turn = order.clone();
+            if round.is_multiple_of(2) {
+                turn.reverse();
+            }
+            for system in turn {
+                let (name, runs) = match system {
+                    "etcd" => ("etcd 3.4".to_string(), etcd_runs(writes).await?),
+                    transport => (format!("fleet ({transport})"), fleet_runs(transport, writes).await?),
+                };
+                for run in &runs {
+                    eprintln!("{}", row(round, &name, run));
+                }
+                measured.push(Measured { system: name, round, runs });
+            }
+        }
         println!(
-            "| system | clients | writes | p50 ms | p99 ms | writes/s | server CPU µs/write | client CPU µs/write |"
+            "| round | system | clients | writes | p50 ms | p99 ms | writes/s | server CPU µs/write | client CPU µs/write |"
         );
-        println!("|---|---|---|---|---|---|---|---|");
-        for row in rows {
-            println!("{row}");
+        println!("|---|---|---|---|---|---|---|---|---|");
+        for m in &measured {
+            for run in &m.runs {
+                println!("{}", row(m.round, &m.system, run));
+            }
+        }
+        let ratios = ratios(&measured);
+        if !ratios.is_empty() {
+            println!();
+            println!("Fleet over etcd in the same round, median (range) over the rounds:");
+            println!();
+            println!("| system | clients | rounds | throughput, Fleet / etcd | p50, Fleet / etcd |");
+            println!("|---|---|---|---|---|");
+            for line in ratios {
+                println!("{line}");
+            }
         }
         Ok(())
     })
