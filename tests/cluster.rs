@@ -214,7 +214,9 @@ async fn killing_the_leader_keeps_every_acknowledged_write(transport: &str) -> R
     Ok(())
 }
 
-async fn a_node_behind_a_purged_log_receives_a_snapshot(transport: &str) -> Result<()> {
+async fn a_node_behind_a_purged_log_receives_a_snapshot_and_restarts_from_it(
+    transport: &str,
+) -> Result<()> {
     let mut fleet = ProcessFleet::init(&NODES)?;
     fleet.env.push(("FLEET_TRANSPORT".into(), transport.into()));
     fleet
@@ -267,6 +269,25 @@ async fn a_node_behind_a_purged_log_receives_a_snapshot(transport: &str) -> Resu
         own.snapshot_index > 0,
         "mac caught up without installing a snapshot: {own:?}"
     );
+    // The installed snapshot is mac's own now, in its snapshot file: killed again, mac
+    // restarts from that file and the log above it, with every write.
+    let snapshot_file = fleet.dir().join("mac/data/raft/snapshot");
+    assert!(snapshot_file.exists(), "no {}", snapshot_file.display());
+    fleet.kill("mac")?;
+    fleet.start("mac")?;
+    let mut mac = fleet.client("mac").await?;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(seen) = bodies(&mut mac, false, 0).await
+            && expected.is_subset(&seen)
+        {
+            break;
+        }
+        if Instant::now() > deadline {
+            bail!("mac did not come back whole:\n{}", fleet.log("mac"));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     Ok(())
 }
 
@@ -370,7 +391,7 @@ over_both_transports!(
     writes_replicate_to_every_node,
     the_last_of_a_run_of_writes_reaches_every_follower_before_the_next_heartbeat,
     killing_the_leader_keeps_every_acknowledged_write,
-    a_node_behind_a_purged_log_receives_a_snapshot,
+    a_node_behind_a_purged_log_receives_a_snapshot_and_restarts_from_it,
     a_fourth_node_is_added_and_removed,
 );
 
