@@ -49,6 +49,11 @@ deps:
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
 	fi
 
+# Rounds of the write bench: each runs every system in turn, so Fleet and etcd are
+# compared side by side on a host whose speed drifts.
+FLEET_BENCH_ROUNDS ?= 3
+export FLEET_BENCH_ROUNDS
+
 ## Measures write latency and throughput beside etcd 3.4, optimised builds (installs etcd-server if missing).
 bench: deps
 	@command -v etcd >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq etcd-server; }

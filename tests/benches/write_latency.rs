@@ -15,7 +15,8 @@
 //! side says more than rows made minutes apart.
 //! Prints a Markdown table for `docs/benchmarks.md`, with the CPU time the three
 //! servers together and the clients spent per write: when both cores are busy, that
-//! decides the throughput, and it varies less than wall-clock figures on a busy host.
+//! decides the throughput, and it varies less than wall-clock figures on a busy host;
+//! and how long the disk took to `fdatasync` a small write before and after the runs.
 
 use std::time::Duration;
 
@@ -23,12 +24,14 @@ use anyhow::{Result, bail};
 use fleet_node::state::event_log::{EventStatus, NewEvent};
 use fleet_node::state::{Request, Response};
 use fleet_tests::etcd::{self, EtcdCluster, pb};
-use fleet_tests::latency::LatencyRun;
+use fleet_tests::latency::{LatencyRun, fdatasync_latencies, percentile};
 use fleet_tests::{ProcessFleet, TestClient};
 
 const CONCURRENCY: [usize; 3] = [1, 16, 64];
 const SYSTEMS: [&str; 3] = ["quic", "grpc", "etcd"];
 const NODES: [&str; 3] = ["beast", "5070", "mac"];
+/// How many `fdatasync` calls the disk is timed with, before and after the runs.
+const DISK_SAMPLES: usize = 500;
 
 fn record(client: usize, i: usize) -> Request {
     Request::AppendEvent(NewEvent {
@@ -176,8 +179,12 @@ fn ratios(measured: &[Measured]) -> Vec<String> {
     let mut lines = Vec::new();
     let etcd: Vec<&Measured> = measured.iter().filter(|m| m.system == "etcd 3.4").collect();
     let fleets = measured.iter().filter(|m| m.system != "etcd 3.4");
-    let mut systems: Vec<&str> = fleets.map(|m| m.system.as_str()).collect();
-    systems.dedup();
+    let mut systems: Vec<&str> = Vec::new();
+    for fleet in fleets {
+        if !systems.contains(&fleet.system.as_str()) {
+            systems.push(&fleet.system);
+        }
+    }
     for system in systems {
         for (row, clients) in etcd
             .first()
@@ -244,6 +251,7 @@ fn main() -> Result<()> {
         if with_etcd && EtcdCluster::available() {
             order.push("etcd");
         }
+        let disk_before = fdatasync_latencies(DISK_SAMPLES)?;
         let mut measured = Vec::new();
         for round in 1..=rounds {
             // Each round runs the systems in turn, starting from the other end every
@@ -272,6 +280,16 @@ fn main() -> Result<()> {
                 println!("{}", row(m.round, &m.system, run));
             }
         }
+        let disk_after = fdatasync_latencies(DISK_SAMPLES)?;
+        let us = |samples: &[Duration], q| percentile(samples, q).as_micros();
+        println!();
+        println!(
+            "Disk: `fdatasync` after a 300-byte write, median {} µs, p90 {} µs before the runs; median {} µs, p90 {} µs after.",
+            us(&disk_before, 0.5),
+            us(&disk_before, 0.9),
+            us(&disk_after, 0.5),
+            us(&disk_after, 0.9)
+        );
         let ratios = ratios(&measured);
         if !ratios.is_empty() {
             println!();
