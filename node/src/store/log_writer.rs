@@ -9,7 +9,10 @@
 //! with one write (without syncing), marks in the [`LogTail`] what RocksDB now holds,
 //! then fsyncs RocksDB's write-ahead log once and only then completes the callbacks,
 //! in the order they came. While one fsync runs the next jobs queue up and share the
-//! next one: under load, many entries ride on one fsync (group commit).
+//! next one: under load, many entries ride on one fsync (group commit). When an append
+//! came in while a round ran, the log is under concurrent load (a leader with many
+//! clients), and the next round gathers for [`GROUP_COMMIT_LINGER`] before it writes,
+//! so that each fsync carries several times the entries.
 //! The committed log id goes into the same batch, so that recording it never costs
 //! Raft's task a write to RocksDB between a commit and its apply, nor this thread a
 //! write of its own. Nobody waits for it, and
@@ -64,6 +67,12 @@ enum Job {
     Barrier {
         done: oneshot::Sender<Result<(), String>>,
     },
+}
+
+impl Job {
+    fn is_append(&self) -> bool {
+        matches!(self, Self::Append { .. })
+    }
 }
 
 /// The committed log id the next round writes (deletes, for `None`), if any.
@@ -220,6 +229,20 @@ impl LogWriter {
 /// that the next append's fsync covers it instead of running just before it.
 const IDLE_SYNC_DELAY: Duration = Duration::from_millis(5);
 
+/// How long a round gathers appends before it writes and syncs when the log is under
+/// concurrent load: when an append came in while the last round (which appended) wrote
+/// and synced. On a leader with many clients that is the common case, and each fsync
+/// then carries several times the entries, for a fraction of the CPU (an fsync costs
+/// some 50 µs of CPU in the kernel here, whatever it carries; `docs/benchmarks.md`).
+/// The wait does not delay commits while the followers are slower than it: a leader's
+/// entries commit once a quorum has them on disk, and its followers' copies come a
+/// network round trip and their own fsync after its own. A follower practically never
+/// waits: its leader sends it the next entries only once it has answered for the last,
+/// which is after this round's fsync. A write that comes alone (one client) never
+/// waits either. What it costs: with a voter down, the leader's own fsync is part of
+/// the quorum, and a write under load commits up to this much later.
+const GROUP_COMMIT_LINGER: Duration = Duration::from_millis(1);
+
 /// How long the thread sleeps at most with nothing to write: a committed log id left
 /// while it slept is written after this long if no job comes first.
 const COMMIT_RECORD_DELAY: Duration = Duration::from_millis(50);
@@ -231,18 +254,11 @@ fn run(
     jobs: &Receiver<Job>,
     commit: &PendingCommit,
 ) {
+    // A job that came in while the last round (which appended) wrote and synced.
+    let mut arrived_meanwhile: Option<Job> = None;
     loop {
-        let sleep = if commit.is_waiting() {
-            IDLE_SYNC_DELAY
-        } else {
-            COMMIT_RECORD_DELAY
-        };
-        let (first, closed) = match jobs.recv_timeout(sleep) {
-            Ok(job) => (Some(job), false),
-            Err(RecvTimeoutError::Timeout) => (None, false),
-            Err(RecvTimeoutError::Disconnected) => (None, true),
-        };
-        let round: Vec<Job> = first.into_iter().chain(jobs.try_iter()).collect();
+        let (round, closed) = gather(jobs, arrived_meanwhile.take(), commit, GROUP_COMMIT_LINGER);
+        let appended = round.iter().any(Job::is_append);
         let committed = commit.take();
         if !round.is_empty() || committed.is_some() {
             run_round(db, tail, sizes, round, committed);
@@ -250,6 +266,48 @@ fn run(
         if closed {
             break;
         }
+        if appended {
+            arrived_meanwhile = jobs.try_recv().ok();
+        }
+    }
+}
+
+/// The jobs of the next round, in order, and whether the queue is closed. It starts
+/// with `arrived_meanwhile` (a job that came in while the last round wrote and synced)
+/// when there is one, or else waits for the next job ([`next_job`]); it then takes every
+/// job waiting. When it starts with an append that came meanwhile, the log is under
+/// concurrent load, and it first gathers for `linger`.
+fn gather(
+    jobs: &Receiver<Job>,
+    arrived_meanwhile: Option<Job>,
+    commit: &PendingCommit,
+    linger: Duration,
+) -> (Vec<Job>, bool) {
+    let (first, closed) = match arrived_meanwhile {
+        Some(job) => {
+            if job.is_append() {
+                std::thread::sleep(linger);
+            }
+            (Some(job), false)
+        }
+        None => next_job(jobs, commit),
+    };
+    (first.into_iter().chain(jobs.try_iter()).collect(), closed)
+}
+
+/// Waits for the next job: at most [`IDLE_SYNC_DELAY`] while a committed log id waits
+/// to be written, else [`COMMIT_RECORD_DELAY`]; `None` when none came, and whether the
+/// queue is closed.
+fn next_job(jobs: &Receiver<Job>, commit: &PendingCommit) -> (Option<Job>, bool) {
+    let sleep = if commit.is_waiting() {
+        IDLE_SYNC_DELAY
+    } else {
+        COMMIT_RECORD_DELAY
+    };
+    match jobs.recv_timeout(sleep) {
+        Ok(job) => (Some(job), false),
+        Err(RecvTimeoutError::Timeout) => (None, false),
+        Err(RecvTimeoutError::Disconnected) => (None, true),
     }
 }
 
@@ -440,5 +498,67 @@ mod tests {
         write_round(&db, &[], Some(None), &tail, &sizes).unwrap();
         let committed: Option<LogId> = read_json(&db, CF_META, KEY_COMMITTED).unwrap();
         assert_eq!(committed, None);
+    }
+
+    /// The indexes of the appends in `round`, in order.
+    fn appended_indexes(round: &[Job]) -> Vec<u64> {
+        round
+            .iter()
+            .filter_map(|job| match job {
+                Job::Append { entries, .. } => Some(entries[0].log_id.index),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Sends an append of index `index` into `queue` after `delay`, from another thread.
+    fn append_later(queue: &Sender<Job>, index: u64, delay: Duration) -> JoinHandle<()> {
+        let queue = queue.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(delay);
+            queue.send(append(blanks(1, index..=index))).unwrap();
+        })
+    }
+
+    // The linger is long and the late append comes early in it, so that a slow machine
+    // cannot make either test pass or fail by its timing.
+    const LINGER: Duration = Duration::from_millis(600);
+    const LATE: Duration = Duration::from_millis(100);
+
+    #[test]
+    fn an_append_that_came_during_a_round_gathers_the_appends_that_follow_it() {
+        let (queue, jobs) = channel();
+        let commit = PendingCommit::default();
+        let late = append_later(&queue, 2, LATE);
+
+        let (round, closed) = gather(&jobs, Some(append(blanks(1, 1..=1))), &commit, LINGER);
+
+        late.join().unwrap();
+        assert!(!closed);
+        assert_eq!(appended_indexes(&round), [1, 2], "one round, one fsync");
+    }
+
+    #[test]
+    fn a_round_that_starts_idle_takes_what_waits_and_goes_at_once() {
+        let (queue, jobs) = channel();
+        let commit = PendingCommit::default();
+        queue.send(append(blanks(1, 1..=1))).unwrap();
+        let late = append_later(&queue, 2, LATE);
+
+        let (round, _) = gather(&jobs, None, &commit, LINGER);
+        assert_eq!(
+            appended_indexes(&round),
+            [1],
+            "did not wait for the next append"
+        );
+
+        late.join().unwrap();
+        // Nor does a round wait when what came meanwhile is not an append.
+        let (done, _answer) = oneshot::channel();
+        let late = append_later(&queue, 3, LATE);
+        let (round, _) = gather(&jobs, Some(Job::Barrier { done }), &commit, LINGER);
+        assert_eq!(round.len(), 2, "the barrier and the append that waited");
+        assert_eq!(appended_indexes(&round), [2]);
+        late.join().unwrap();
     }
 }
