@@ -438,7 +438,7 @@ fn unacknowledged_items_are_flagged_stale_after_48_hours() {
         item.heading(),
         "[mac → beast] Cloudflare billing renewal April 15"
     );
-    let members = fleet.state.settings.clone().unwrap().hierarchy;
+    let members = fleet.state.settings.as_ref().unwrap().hierarchy.clone();
     fleet.advance(48 * 60 * MINUTE - 1);
     assert!(!item.is_stale(&members, fleet.now, 48 * 60 * MINUTE));
     fleet.advance(1);

@@ -121,7 +121,7 @@ impl Query {
     pub fn answer(&self, state: &FleetState, now_ms: u64) -> Result<QueryAnswer, RuleViolation> {
         Ok(match self {
             Self::Overview => QueryAnswer::Overview {
-                settings: state.settings.clone(),
+                settings: state.settings.as_deref().cloned(),
                 roles: state.roles.clone(),
                 clock_ms: state.clock_ms,
                 applied_commands: state.applied_commands,

@@ -17,9 +17,10 @@ pub const DRIVER_IDLE_WAKE: Duration = Duration::from_millis(500);
 /// Runs until the node shuts down.
 pub async fn run_driver(node: Arc<FleetNode>) {
     let mut applied = node.state.subscribe();
-    let mut metrics = node.raft.metrics();
+    // Only a change of this node's Raft state matters here, not every write's progress.
+    let mut server = node.raft.server_metrics();
     loop {
-        let leading = metrics.borrow_watched().state == ServerState::Leader;
+        let leading = server.borrow_watched().state == ServerState::Leader;
         let wait = if leading {
             let due = node.state.read(|state| state.next_deadline_ms());
             let now = wall_clock_ms();
@@ -41,7 +42,7 @@ pub async fn run_driver(node: Arc<FleetNode>) {
         tokio::select! {
             _ = tokio::time::sleep(wait) => {}
             changed = applied.changed() => if changed.is_err() { return },
-            changed = metrics.changed() => if changed.is_err() { return },
+            changed = server.changed() => if changed.is_err() { return },
         }
     }
 }

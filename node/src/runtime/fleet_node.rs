@@ -313,7 +313,7 @@ impl FleetNode {
         let quorum = leader.is_some() && (!is_leader || quorum_fresh || voters.len() == 1);
         wire::StatusReply {
             node: self.name.to_string(),
-            fleet: settings.map_or_else(|| self.fleet.clone(), |s| s.fleet),
+            fleet: settings.map_or_else(|| self.fleet.clone(), |s| s.fleet.clone()),
             leader: leader.map(|p| p.name).unwrap_or_default(),
             term: metrics.current_term,
             members,

@@ -36,6 +36,7 @@ type RaftInstant = openraft::type_config::alias::InstantOf<crate::raft::FleetRaf
 /// Runs until the node shuts down.
 pub async fn run_health_monitor(node: Arc<FleetNode>, settings: HealthSettings) {
     let mut metrics = node.raft.metrics();
+    let mut server = node.raft.server_metrics();
     let mut leading_since: Option<RaftInstant> = None;
     let mut presumed_down: Option<u64> = None;
     let mut last_leader: Option<u64> = None;
@@ -106,19 +107,26 @@ pub async fn run_health_monitor(node: Arc<FleetNode>, settings: HealthSettings) 
             last_leader = snapshot.current_leader;
         }
         // Every write changes the metrics; only a change of who leads or of the
-        // membership is looked at at once, anything else at the next interval —
-        // unless a view of health waits to be committed (a new leader's first
-        // report fails until its first entry commits): then any change will do.
-        let seen = leadership(&snapshot);
+        // membership (the server metrics, which change with nothing else) is looked at
+        // at once, anything else at the next interval — unless a view of health waits
+        // to be committed (a new leader's first report fails until its first entry
+        // commits): then any change will do.
+        let seen = leadership(&server.borrow_watched());
         let next_check = tokio::time::Instant::now() + settings.interval;
         loop {
             tokio::select! {
                 () = tokio::time::sleep_until(next_check) => break,
-                changed = metrics.changed() => {
+                changed = metrics.changed(), if unsettled => {
                     if changed.is_err() {
                         return;
                     }
-                    if unsettled || leadership(&metrics.borrow_watched()) != seen {
+                    break;
+                }
+                changed = server.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    if leadership(&server.borrow_watched()) != seen {
                         break;
                     }
                 }
@@ -130,12 +138,12 @@ pub async fn run_health_monitor(node: Arc<FleetNode>, settings: HealthSettings) 
 /// What makes the monitor look again at once: this node's Raft state, the leader it
 /// knows, and the membership.
 fn leadership(
-    metrics: &openraft::RaftMetrics<crate::raft::FleetRaft>,
+    server: &openraft::metrics::RaftServerMetrics<crate::raft::FleetRaft>,
 ) -> (ServerState, Option<u64>, Option<u64>) {
     (
-        metrics.state,
-        metrics.current_leader,
-        metrics.membership_config.log_id().map(|id| id.index),
+        server.state,
+        server.current_leader,
+        server.membership_config.log_id().map(|id| id.index),
     )
 }
 

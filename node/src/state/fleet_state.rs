@@ -10,6 +10,7 @@
 //! [`RuleViolation`] that names the rule.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -51,8 +52,9 @@ pub struct Applied {
 /// The whole replicated state of a fleet.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FleetState {
-    /// `None` until the fleet is bootstrapped.
-    pub settings: Option<FleetSettings>,
+    /// `None` until the fleet is bootstrapped. Shared, so that a command reads them
+    /// beside the parts it changes without copying them; a change copies them once.
+    pub settings: Option<Arc<FleetSettings>>,
     /// The latest leader timestamp applied; never goes back.
     pub clock_ms: u64,
     /// Commands applied, refused ones included.
@@ -114,7 +116,9 @@ impl FleetState {
 
     /// The fleet settings, or `NotBootstrapped`.
     pub fn settings(&self) -> Result<&FleetSettings, RuleViolation> {
-        self.settings.as_ref().ok_or(RuleViolation::NotBootstrapped)
+        self.settings
+            .as_deref()
+            .ok_or(RuleViolation::NotBootstrapped)
     }
 
     /// When the leader's driver must next propose a `Tick`: the earliest phase
@@ -265,7 +269,12 @@ impl FleetState {
             return self.bootstrap(actor, settings, now, effects);
         }
         let action = request.name();
-        let settings = self.settings()?.clone();
+        // A handle, not a copy: the handlers below change other parts of the state.
+        let settings = Arc::clone(
+            self.settings
+                .as_ref()
+                .ok_or(RuleViolation::NotBootstrapped)?,
+        );
         if let Some(node) = actor.node().or(match actor {
             Actor::Leader(node) => Some(node),
             _ => None,
@@ -514,7 +523,7 @@ impl FleetState {
     }
 
     fn settings_mut(&mut self) -> &mut FleetSettings {
-        self.settings.as_mut().expect("checked by the caller")
+        Arc::make_mut(self.settings.as_mut().expect("checked by the caller"))
     }
 
     fn bootstrap(
@@ -533,8 +542,13 @@ impl FleetState {
         settings.validate()?;
         let members: BTreeSet<NodeName> = settings.hierarchy.iter().cloned().collect();
         self.roles.report_health(&settings.hierarchy, &members, now);
-        self.settings = Some(settings);
-        let settings = self.settings()?.clone();
+        self.settings = Some(Arc::new(settings));
+        // A handle, not a copy: the handlers below change other parts of the state.
+        let settings = Arc::clone(
+            self.settings
+                .as_ref()
+                .ok_or(RuleViolation::NotBootstrapped)?,
+        );
         if let Some(change) = self.roles.recompute(&settings, now) {
             self.on_roles_changed(change, now, effects);
         }
@@ -612,7 +626,12 @@ impl FleetState {
         effects: &mut Vec<Effect>,
     ) -> Result<Response, RuleViolation> {
         require_node_or_operator(actor, action)?;
-        let settings = self.settings()?.clone();
+        // A handle, not a copy: the handlers below change other parts of the state.
+        let settings = Arc::clone(
+            self.settings
+                .as_ref()
+                .ok_or(RuleViolation::NotBootstrapped)?,
+        );
         check_text("topic", &open.topic, TOPIC_BYTES_MAX)?;
         check_text("request_id", &open.request_id, NAME_BYTES_MAX)?;
         let topic_key = stance_key(&open.topic);
