@@ -49,8 +49,9 @@ deps:
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
 	fi
 
-# Rounds of the write bench: each runs every system in turn, so Fleet and etcd are
-# compared side by side on a host whose speed drifts.
+# Rounds of the write bench: each starts every system at once and measures each client
+# count on each in turn, so Fleet and etcd are compared seconds apart on a host whose
+# speed drifts.
 FLEET_BENCH_ROUNDS ?= 3
 export FLEET_BENCH_ROUNDS
 

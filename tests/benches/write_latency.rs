@@ -8,11 +8,13 @@
 //! build --workspace --release --bins`: an optimised build, as etcd's is). `FLEET_BENCH_WRITES` sets the writes
 //! per run (default 10000); `FLEET_BENCH_CLIENTS` (say `64`) and `FLEET_BENCH_SYSTEMS`
 //! (say `quic,etcd`; of `quic`, `grpc`, `etcd`) narrow a run down, for profiling.
-//! `FLEET_BENCH_ROUNDS` (default 1) runs the whole selection that many times, the
-//! systems in turn within each round, and adds Fleet's throughput and p50 over
-//! etcd's in the same round, median and range over the rounds: on a shared host
-//! whose speed drifts by tens of percent within minutes, a ratio of runs made side by
-//! side says more than rows made minutes apart.
+//! `FLEET_BENCH_ROUNDS` (default 1) runs the whole selection that many times and adds
+//! Fleet's throughput and p50 over etcd's in the same round, median and range over the
+//! rounds. Within a round every selected system runs at once (idle but for its
+//! heartbeats while another is measured), and each client count is measured on each
+//! system in turn, every other round from the other end, each row once the servers
+//! of all of them are quiet: on a shared host whose speed drifts by tens of percent
+//! within minutes, rows made seconds apart say more than rows made minutes apart.
 //! Prints a Markdown table for `docs/benchmarks.md`, with the CPU time the three
 //! servers together and the clients spent per write: when both cores are busy, that
 //! decides the throughput, and it varies less than wall-clock figures on a busy host;
@@ -24,7 +26,7 @@ use anyhow::{Result, bail};
 use fleet_node::state::event_log::{EventStatus, NewEvent};
 use fleet_node::state::{Request, Response};
 use fleet_tests::etcd::{self, EtcdCluster, pb};
-use fleet_tests::latency::{LatencyRun, fdatasync_latencies, percentile};
+use fleet_tests::latency::{LatencyRun, cpu_time, fdatasync_latencies, percentile};
 use fleet_tests::{ProcessFleet, TestClient};
 
 const CONCURRENCY: [usize; 3] = [1, 16, 64];
@@ -47,72 +49,131 @@ fn record(client: usize, i: usize) -> Request {
     })
 }
 
-async fn fleet_runs(transport: &str, writes: usize) -> Result<Vec<LatencyRun>> {
-    let mut fleet = ProcessFleet::init(&NODES)?;
-    fleet.env.push(("FLEET_TRANSPORT".into(), transport.into()));
-    fleet.start_all()?;
-    fleet.bootstrap("beast")?;
-    let leader = fleet.wait_for_leader(None, Duration::from_secs(15))?;
-    let mut runs = Vec::new();
-    let servers = fleet.pids();
-    for clients in concurrency()? {
-        let run = LatencyRun::measure(clients, writes, &servers, |c| {
-            let (dir, leader) = (fleet.dir().to_path_buf(), leader.clone());
-            async move {
-                let client = TestClient::connect(&dir, &leader).await?;
-                let write = move |i| {
-                    let mut client = client.clone();
-                    async move {
-                        match client.write(&record(c, i), false).await? {
-                            (Ok(Response::Event { .. }), _) => Ok(()),
-                            (other, _) => bail!("write answered {other:?}"),
-                        }
-                    }
-                };
-                // Connects (TLS) outside the measured run, as etcd's client does.
-                write(usize::MAX).await?;
-                Ok(write)
-            }
-        })
-        .await?;
-        runs.push(run);
-    }
-    Ok(runs)
+/// A system started for one round: a Fleet over one transport, or etcd.
+enum Cluster {
+    Fleet {
+        transport: String,
+        fleet: ProcessFleet,
+        leader: String,
+    },
+    Etcd {
+        cluster: EtcdCluster,
+        leader: String,
+    },
 }
 
-async fn etcd_runs(writes: usize) -> Result<Vec<LatencyRun>> {
-    let cluster = EtcdCluster::start().await?;
-    let leader = cluster.leader_url(Duration::from_secs(30)).await?;
-    let mut runs = Vec::new();
-    let servers = cluster.pids();
-    for clients in concurrency()? {
-        let leader = leader.clone();
-        let run = LatencyRun::measure(clients, writes, &servers, |c| {
-            let leader = leader.clone();
-            async move {
-                let client = pb::kv_client::KvClient::new(etcd::channel(&leader).await?);
-                let write = move |i| {
-                    let mut client = client.clone();
-                    async move {
-                        let value = format!("client {c} write {i} {}", "x".repeat(32));
-                        client
-                            .put(pb::PutRequest {
-                                key: format!("bench/{c}/{i}").into_bytes(),
-                                value: value.into_bytes(),
-                            })
-                            .await?;
-                        Ok(())
-                    }
-                };
-                // One write outside the measured run, like Fleet's client.
-                write(usize::MAX).await?;
-                Ok(write)
-            }
+impl Cluster {
+    /// Starts `system` (`quic`, `grpc` or `etcd`) and waits for its leader.
+    async fn start(system: &str) -> Result<Self> {
+        if system == "etcd" {
+            let cluster = EtcdCluster::start().await?;
+            let leader = cluster.leader_url(Duration::from_secs(30)).await?;
+            return Ok(Self::Etcd { cluster, leader });
+        }
+        let mut fleet = ProcessFleet::init(&NODES)?;
+        fleet.env.push(("FLEET_TRANSPORT".into(), system.into()));
+        fleet.start_all()?;
+        fleet.bootstrap("beast")?;
+        let leader = fleet.wait_for_leader(None, Duration::from_secs(15))?;
+        Ok(Self::Fleet {
+            transport: system.to_string(),
+            fleet,
+            leader,
         })
-        .await?;
-        runs.push(run);
     }
-    Ok(runs)
+
+    fn name(&self) -> String {
+        match self {
+            Self::Fleet { transport, .. } => format!("fleet ({transport})"),
+            Self::Etcd { .. } => "etcd 3.4".to_string(),
+        }
+    }
+
+    fn pids(&self) -> Vec<u32> {
+        match self {
+            Self::Fleet { fleet, .. } => fleet.pids(),
+            Self::Etcd { cluster, .. } => cluster.pids(),
+        }
+    }
+
+    /// One row: `clients` clients, each with its own connection to the leader
+    /// (connected, and one write made, before the measured run), `writes` in all.
+    async fn measure(&self, clients: usize, writes: usize) -> Result<LatencyRun> {
+        let servers = self.pids();
+        match self {
+            Self::Fleet { fleet, leader, .. } => {
+                LatencyRun::measure(clients, writes, &servers, |c| {
+                    let (dir, leader) = (fleet.dir().to_path_buf(), leader.clone());
+                    async move {
+                        let client = TestClient::connect(&dir, &leader).await?;
+                        let write = move |i| {
+                            let mut client = client.clone();
+                            async move {
+                                match client.write(&record(c, i), false).await? {
+                                    (Ok(Response::Event { .. }), _) => Ok(()),
+                                    (other, _) => bail!("write answered {other:?}"),
+                                }
+                            }
+                        };
+                        // Connects (TLS) outside the measured run, as etcd's client does.
+                        write(usize::MAX).await?;
+                        Ok(write)
+                    }
+                })
+                .await
+            }
+            Self::Etcd { leader, .. } => {
+                LatencyRun::measure(clients, writes, &servers, |c| {
+                    let leader = leader.clone();
+                    async move {
+                        let client = pb::kv_client::KvClient::new(etcd::channel(&leader).await?);
+                        let write = move |i| {
+                            let mut client = client.clone();
+                            async move {
+                                let value = format!("client {c} write {i} {}", "x".repeat(32));
+                                client
+                                    .put(pb::PutRequest {
+                                        key: format!("bench/{c}/{i}").into_bytes(),
+                                        value: value.into_bytes(),
+                                    })
+                                    .await?;
+                                Ok(())
+                            }
+                        };
+                        // One write outside the measured run, like Fleet's client.
+                        write(usize::MAX).await?;
+                        Ok(write)
+                    }
+                })
+                .await
+            }
+        }
+    }
+}
+
+/// The most CPU, in hundredths of a core, that the servers of every cluster of a round
+/// may use together for a row to start: each idle cluster uses about 5 (its
+/// heartbeats and timers), measured alike for Fleet and etcd.
+const QUIET_CPU_PERCENT: u64 = 25;
+/// How long the servers' CPU is looked at before a row, and how long a row waits for
+/// the host to become quiet at most (then it starts anyway).
+const QUIET_WINDOW: Duration = Duration::from_millis(500);
+const QUIET_WAIT_MAX: Duration = Duration::from_secs(20);
+
+/// Waits until the processes `pids` together use less than [`QUIET_CPU_PERCENT`] of a
+/// core over a [`QUIET_WINDOW`], so that no row pays for work another system left
+/// behind (a snapshot, a compaction, a collection of garbage).
+async fn wait_until_quiet(pids: &[u32]) -> Result<()> {
+    let started = std::time::Instant::now();
+    loop {
+        let before = cpu_time(pids)?;
+        tokio::time::sleep(QUIET_WINDOW).await;
+        let used = cpu_time(pids)?.saturating_sub(before);
+        let percent = used.as_micros() * 100 / QUIET_WINDOW.as_micros();
+        if percent < u128::from(QUIET_CPU_PERCENT) || started.elapsed() > QUIET_WAIT_MAX {
+            return Ok(());
+        }
+    }
 }
 
 /// The values listed, comma-separated, in the environment variable `name` (each one
@@ -254,21 +315,30 @@ fn main() -> Result<()> {
         let disk_before = fdatasync_latencies(DISK_SAMPLES)?;
         let mut measured = Vec::new();
         for round in 1..=rounds {
-            // Each round runs the systems in turn, starting from the other end every
-            // other round, so that neither always runs on the host as the other left it.
+            // Every system of a round runs at once, and each client count is measured
+            // on each in turn, so that the rows compared stand seconds apart on a host
+            // whose speed drifts within minutes; every other round starts from the
+            // other end, so that neither always runs on the host as the other left it.
             let mut turn = order.clone();
             if round.is_multiple_of(2) {
                 turn.reverse();
             }
+            let mut clusters = Vec::new();
             for system in turn {
-                let (name, runs) = match system {
-                    "etcd" => ("etcd 3.4".to_string(), etcd_runs(writes).await?),
-                    transport => (format!("fleet ({transport})"), fleet_runs(transport, writes).await?),
-                };
-                for run in &runs {
-                    eprintln!("{}", row(round, &name, run));
+                clusters.push(Cluster::start(system).await?);
+            }
+            let every_server: Vec<u32> = clusters.iter().flat_map(Cluster::pids).collect();
+            let mut runs: Vec<Vec<LatencyRun>> = clusters.iter().map(|_| Vec::new()).collect();
+            for clients in concurrency()? {
+                for (cluster, runs) in clusters.iter().zip(&mut runs) {
+                    wait_until_quiet(&every_server).await?;
+                    let run = cluster.measure(clients, writes).await?;
+                    eprintln!("{}", row(round, &cluster.name(), &run));
+                    runs.push(run);
                 }
-                measured.push(Measured { system: name, round, runs });
+            }
+            for (cluster, runs) in clusters.iter().zip(runs) {
+                measured.push(Measured { system: cluster.name(), round, runs });
             }
         }
         println!(
