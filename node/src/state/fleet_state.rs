@@ -121,6 +121,12 @@ impl FleetState {
             .ok_or(RuleViolation::NotBootstrapped)
     }
 
+    /// A handle on the fleet settings, or `NotBootstrapped`: for a handler that reads
+    /// them while it changes other parts of the state, without copying them.
+    fn shared_settings(&self) -> Result<Arc<FleetSettings>, RuleViolation> {
+        self.settings.clone().ok_or(RuleViolation::NotBootstrapped)
+    }
+
     /// When the leader's driver must next propose a `Tick`: the earliest phase
     /// deadline, pending failback or session expiry.
     pub fn next_deadline_ms(&self) -> Option<u64> {
@@ -269,12 +275,7 @@ impl FleetState {
             return self.bootstrap(actor, settings, now, effects);
         }
         let action = request.name();
-        // A handle, not a copy: the handlers below change other parts of the state.
-        let settings = Arc::clone(
-            self.settings
-                .as_ref()
-                .ok_or(RuleViolation::NotBootstrapped)?,
-        );
+        let settings = self.shared_settings()?;
         if let Some(node) = actor.node().or(match actor {
             Actor::Leader(node) => Some(node),
             _ => None,
@@ -542,13 +543,8 @@ impl FleetState {
         settings.validate()?;
         let members: BTreeSet<NodeName> = settings.hierarchy.iter().cloned().collect();
         self.roles.report_health(&settings.hierarchy, &members, now);
-        self.settings = Some(Arc::new(settings));
-        // A handle, not a copy: the handlers below change other parts of the state.
-        let settings = Arc::clone(
-            self.settings
-                .as_ref()
-                .ok_or(RuleViolation::NotBootstrapped)?,
-        );
+        let settings = Arc::new(settings);
+        self.settings = Some(Arc::clone(&settings));
         if let Some(change) = self.roles.recompute(&settings, now) {
             self.on_roles_changed(change, now, effects);
         }
@@ -626,12 +622,7 @@ impl FleetState {
         effects: &mut Vec<Effect>,
     ) -> Result<Response, RuleViolation> {
         require_node_or_operator(actor, action)?;
-        // A handle, not a copy: the handlers below change other parts of the state.
-        let settings = Arc::clone(
-            self.settings
-                .as_ref()
-                .ok_or(RuleViolation::NotBootstrapped)?,
-        );
+        let settings = self.shared_settings()?;
         check_text("topic", &open.topic, TOPIC_BYTES_MAX)?;
         check_text("request_id", &open.request_id, NAME_BYTES_MAX)?;
         let topic_key = stance_key(&open.topic);
