@@ -2,15 +2,19 @@
 //! fleet CA, the operator token on every call, and the choice of node: the one named
 //! with `--node` (acting as that node), else the first endpoint that answers.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
+use fleet_node::api::api_connector::{ApiConnector, api_endpoint};
 use fleet_node::api::query::{Query, QueryAnswer};
 use fleet_node::api::service::API_MESSAGE_MAX_BYTES;
+use fleet_node::identity::{CaCert, api_client_config};
 use fleet_node::state::{Request, Response, RuleViolation};
 use fleet_proto::api as wire;
 use fleet_proto::api::fleet_client::FleetClient;
-use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
+use rustls::ClientConfig;
+use tonic::transport::Channel;
 use tonic::{Code, Status};
 
 /// How long one node may take to answer a status call before it counts as unreachable.
@@ -25,6 +29,8 @@ pub struct Connection {
     /// `(node, host:port)` in the order of the config.
     pub endpoints: Vec<(String, String)>,
     ca_pem: String,
+    /// TLS that trusts the fleet CA alone.
+    tls: Arc<ClientConfig>,
     token: String,
     /// `--node NAME`: talk through that node, acting as it.
     pub via: Option<String>,
@@ -47,9 +53,12 @@ impl Connection {
                 known.join(", ")
             );
         }
+        let ca = CaCert::from_pem(&ca_pem).context("the fleet CA of the fleetctl config")?;
+        let tls = api_client_config(&ca, None).context("the fleet CA of the fleetctl config")?;
         Ok(Self {
             endpoints,
             ca_pem,
+            tls: Arc::new(tls),
             token,
             via,
         })
@@ -72,14 +81,11 @@ impl Connection {
             .find(|(name, _)| name == node)
             .map(|(_, address)| address.clone())
             .with_context(|| format!("no endpoint for {node}"))?;
-        let tls = ClientTlsConfig::new()
-            .ca_certificate(Certificate::from_pem(&self.ca_pem))
-            .domain_name(format!("{node}.fleet"));
-        let channel = Endpoint::from_shared(format!("https://{address}"))?
-            .tls_config(tls)?
+        let connector = ApiConnector::new(self.tls.clone(), node)?;
+        let channel = api_endpoint(&address)?
             .connect_timeout(timeout.min(Duration::from_secs(3)))
             .timeout(timeout)
-            .connect_lazy();
+            .connect_with_connector_lazy(connector);
         Ok(FleetClient::new(channel)
             .max_decoding_message_size(API_MESSAGE_MAX_BYTES)
             .max_encoding_message_size(API_MESSAGE_MAX_BYTES))

@@ -9,8 +9,9 @@ use std::thread;
 use std::time::Duration;
 
 use fleet_node::api::api_connection::{ApiConnection, CallerCertificates};
+use fleet_node::api::api_connector::{ApiConnector, api_endpoint};
 use fleet_node::identity::{
-    CaCert, FleetCa, IdentityError, IssuedNodeCert, NodeIdentity, RAFT_ALPN, api_client_tls,
+    CaCert, FleetCa, IdentityError, IssuedNodeCert, NodeIdentity, RAFT_ALPN, api_client_config,
     api_server_config, dns_name, node_name_from_cert, raft_client_config, raft_server_config,
 };
 use fleet_proto::raft::RaftMessage;
@@ -345,17 +346,17 @@ impl RaftTransport for WhoAmI {
 /// Calls `Vote` on `address` and returns the name the server saw.
 async fn who_am_i(
     address: std::net::SocketAddr,
-    ca_pem: &str,
+    ca: &CaCert,
     identity: Option<&NodeIdentity>,
     server_node: &str,
 ) -> Result<String, String> {
-    let channel = tonic::transport::Endpoint::from_shared(format!("https://{address}"))
-        .map_err(|e| e.to_string())?
-        .tls_config(api_client_tls(ca_pem, identity, server_node))
+    let tls = api_client_config(ca, identity).map_err(|e| e.to_string())?;
+    let connector = ApiConnector::new(Arc::new(tls), server_node).map_err(|e| e.to_string())?;
+    let channel = api_endpoint(&address.to_string())
         .map_err(|e| e.to_string())?
         .connect_timeout(SOCKET_TIMEOUT)
         .timeout(SOCKET_TIMEOUT)
-        .connect()
+        .connect_with_connector(connector)
         .await
         .map_err(|e| format!("{e:?}"))?;
     let reply = RaftTransportClient::new(channel)
@@ -380,12 +381,12 @@ async fn the_api_admits_anonymous_and_fleet_callers_and_refuses_foreign_certific
     // A caller that connects and never starts its handshake holds nobody else up.
     let _silent = tokio::net::TcpStream::connect(address).await.unwrap();
     assert_eq!(
-        who_am_i(address, ca.pem(), None, "beast").await.unwrap(),
+        who_am_i(address, &ca, None, "beast").await.unwrap(),
         "",
         "an operator without a certificate is let in (tokens decide)"
     );
     assert_eq!(
-        who_am_i(address, ca.pem(), Some(&fleet.gpu_box), "beast")
+        who_am_i(address, &ca, Some(&fleet.gpu_box), "beast")
             .await
             .unwrap(),
         "5070"
@@ -398,13 +399,13 @@ async fn the_api_admits_anonymous_and_fleet_callers_and_refuses_foreign_certific
         .to_identity()
         .unwrap();
     assert!(
-        who_am_i(address, ca.pem(), Some(&impostor), "beast")
+        who_am_i(address, &ca, Some(&impostor), "beast")
             .await
             .is_err(),
         "a certificate of another CA is refused"
     );
     assert!(
-        who_am_i(address, ca.pem(), None, "mac").await.is_err(),
+        who_am_i(address, &ca, None, "mac").await.is_err(),
         "the server must be the node the client asked for"
     );
     server.abort();

@@ -13,7 +13,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use bytes::Bytes;
 use fleet_node::api::api_connection::ApiConnection;
-use fleet_node::identity::{CaCert, NodeIdentity, api_server_config};
+use fleet_node::identity::{CaCert, NodeIdentity, api_client_config, api_server_config};
 use fleet_node::transport::{
     AutoClient, GrpcClient, GrpcRaftService, QuicConnector, QuicServer, RpcClient, RpcHandler,
     RpcKind, TransportError,
@@ -25,12 +25,12 @@ use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
     KeyPair, KeyUsagePurpose,
 };
-use rustls::RootCertStore;
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use rustls::server::WebPkiClientVerifier;
+use rustls::{ClientConfig, RootCertStore};
 use tokio::task::JoinHandle;
-use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity, Server};
+use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Server};
 
 /// Generous: these tests assert behaviour, not speed.
 const TIMEOUT: Duration = Duration::from_secs(5);
@@ -57,8 +57,14 @@ impl NodeCert {
         PrivatePkcs8KeyDer::from(self.key_der.clone()).into()
     }
 
-    fn identity(&self) -> Identity {
-        Identity::from_pem(&self.cert_pem, &self.key_pem)
+    /// The client API's TLS presenting this certificate and trusting `ca`, as a
+    /// node calls another node's API port (Raft over gRPC).
+    fn api_tls(&self, ca: &TestCa) -> Result<Arc<ClientConfig>> {
+        let identity = NodeIdentity::from_pem(&self.cert_pem, &self.key_pem)?;
+        Ok(Arc::new(api_client_config(
+            &CaCert::from_der(ca.der()),
+            Some(&identity),
+        )?))
     }
 }
 
@@ -266,7 +272,7 @@ async fn grpc_round_trip_names_the_caller() -> Result<()> {
     let ca = TestCa::new("test fleet CA")?;
     let handler = Arc::new(EchoHandler::default());
     let server = start_grpc(&ca, &ca.node("beast")?, handler.clone()).await?;
-    let client = GrpcClient::new("beast", server.addr, ca.pem(), ca.node("mac")?.identity())?;
+    let client = GrpcClient::new("beast", server.addr, ca.node("mac")?.api_tls(&ca)?)?;
 
     let reply = client
         .call(RpcKind::TransferLeader, Bytes::from_static(b"hi"), TIMEOUT)
@@ -359,12 +365,7 @@ async fn a_certificate_of_another_ca_or_none_is_refused_over_grpc() -> Result<()
     let handler = Arc::new(EchoHandler::default());
     let server = start_grpc(&fleet, &fleet.node("beast")?, handler.clone()).await?;
 
-    let intruder = GrpcClient::new(
-        "beast",
-        server.addr,
-        fleet.pem(),
-        other.node("mac")?.identity(),
-    )?;
+    let intruder = GrpcClient::new("beast", server.addr, other.node("mac")?.api_tls(&fleet)?)?;
     let error = intruder
         .call(RpcKind::Vote, Bytes::from_static(b"let me in"), TIMEOUT)
         .await
@@ -412,7 +413,7 @@ async fn nobody_listening_is_unreachable() -> Result<()> {
         "{error}"
     );
 
-    let grpc = GrpcClient::new("beast", free_tcp_port()?, ca.pem(), mac.identity())?;
+    let grpc = GrpcClient::new("beast", free_tcp_port()?, mac.api_tls(&ca)?)?;
     let error = grpc
         .call(RpcKind::Vote, Bytes::new(), TIMEOUT)
         .await
@@ -467,7 +468,7 @@ async fn auto_client_falls_back_to_grpc_when_quic_gets_no_answer() -> Result<()>
     let connector = QuicConnector::new(ca.client_tls(&mac)?)?;
     let auto = AutoClient::new(
         connector.client("beast", free_udp_port()?),
-        GrpcClient::new("beast", grpc_server.addr, ca.pem(), mac.identity())?,
+        GrpcClient::new("beast", grpc_server.addr, mac.api_tls(&ca)?)?,
     );
     assert_eq!(auto.active(), "quic");
 
@@ -503,7 +504,7 @@ async fn auto_client_uses_quic_when_it_connects() -> Result<()> {
     // Nothing listens for gRPC: QUIC must carry the call.
     let auto = AutoClient::new(
         connector.client("beast", quic_server.local_addr()),
-        GrpcClient::new("beast", free_tcp_port()?, ca.pem(), mac.identity())?,
+        GrpcClient::new("beast", free_tcp_port()?, mac.api_tls(&ca)?)?,
     );
     let reply = auto
         .call(RpcKind::Vote, Bytes::from_static(b"via quic"), TIMEOUT)

@@ -3,11 +3,14 @@
 
 use std::fs;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
+use fleet_node::api::api_connector::{ApiConnector, api_endpoint};
 use fleet_node::api::query::{Query, QueryAnswer};
 use fleet_node::api::service::API_MESSAGE_MAX_BYTES;
+use fleet_node::identity::{CaCert, api_client_config};
 use fleet_node::state::{Request, Response, RuleViolation};
 use fleet_proto::api as wire;
 use fleet_proto::api::fleet_client::FleetClient;
@@ -31,18 +34,16 @@ impl TestClient {
             .and_then(|e| e.get(node))
             .and_then(|a| a.as_str())
             .with_context(|| format!("no endpoint for {node} in fleetctl.toml"))?;
-        let ca = fs::read_to_string(dir.join("ca.pem"))?;
+        let ca = CaCert::load(&dir.join("ca.pem"))?;
         let token = fs::read_to_string(dir.join("operator.token"))?
             .trim()
             .to_string();
-        let tls = ClientTlsConfig::new()
-            .ca_certificate(Certificate::from_pem(ca))
-            .domain_name(format!("{node}.fleet"));
-        let channel = Endpoint::from_shared(format!("https://{address}"))?
-            .tls_config(tls)?
+        // As `fleetctl` connects.
+        let connector = ApiConnector::new(Arc::new(api_client_config(&ca, None)?), node)?;
+        let channel = api_endpoint(address)?
             .connect_timeout(Duration::from_secs(2))
             .timeout(Duration::from_secs(10))
-            .connect_lazy();
+            .connect_with_connector_lazy(connector);
         Ok(Self {
             client: FleetClient::new(channel)
                 .max_decoding_message_size(API_MESSAGE_MAX_BYTES)

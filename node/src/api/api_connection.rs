@@ -1,14 +1,6 @@
 //! `ApiConnection`: one TLS connection to the client API port, accepted and shaken
-//! hands with here rather than inside tonic, so that a gRPC answer leaves in one write.
-//!
-//! The HTTP/2 writer under hyper (the `h2` crate) copies a frame's payload into its
-//! write buffer only below a threshold (256 bytes when the connection takes vectored writes, 1024 when it does
-//! not); a larger payload is sent on its own, and the frames after it wait for the
-//! next flush. A unary answer is three frames (headers, the message, the trailers
-//! with `grpc-status`), and a typical one (an event echoed back) is 300 bytes: over a
-//! TLS stream that reports vectored writes, which tokio-rustls always does, each
-//! answer took two TLS records and two `writev` calls, and the client woke twice.
-//! An `ApiConnection` reports no vectored writes, so answers up to 1 KiB go out whole.
+//! hands with here rather than inside tonic, so that it is [`Unvectored`] and a gRPC
+//! answer leaves in one write.
 //!
 //! Handshakes run concurrently (at most [`HANDSHAKES_MAX`] at once) and each must
 //! finish within [`HANDSHAKE_TIMEOUT`], so a caller that stalls cannot hold the port.
@@ -16,20 +8,19 @@
 //! as [`CallerCertificates`] in its extensions.
 
 use std::io;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use rustls::ServerConfig;
 use rustls::pki_types::CertificateDer;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
 use tokio_stream::wrappers::TcpListenerStream;
 use tonic::transport::server::Connected;
+
+use super::unvectored::Unvectored;
 
 /// How long a caller may take over the TLS handshake.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -53,13 +44,10 @@ impl CallerCertificates {
     }
 }
 
-/// A client API connection after its TLS handshake.
-pub struct ApiConnection {
-    tls: TlsStream<TcpStream>,
-    caller: CallerCertificates,
-}
+/// A client API connection after its TLS handshake, reporting no vectored writes.
+pub type ApiConnection = Unvectored<TlsStream<TcpStream>>;
 
-impl ApiConnection {
+impl Unvectored<TlsStream<TcpStream>> {
     /// Accepts connections on `listener` and shakes hands with each under `tls`.
     /// Failed handshakes come out as errors, which tonic logs and skips.
     pub fn accept_all(
@@ -85,11 +73,7 @@ impl ApiConnection {
                     format!("TLS handshake not finished within {HANDSHAKE_TIMEOUT:?}"),
                 )
             })??;
-        let chain = tls.get_ref().1.peer_certificates().unwrap_or_default();
-        let caller = CallerCertificates(Arc::new(
-            chain.iter().map(|cert| cert.clone().into_owned()).collect(),
-        ));
-        Ok(Self { tls, caller })
+        Ok(Unvectored::new(tls))
     }
 }
 
@@ -97,39 +81,13 @@ impl Connected for ApiConnection {
     type ConnectInfo = CallerCertificates;
 
     fn connect_info(&self) -> Self::ConnectInfo {
-        self.caller.clone()
-    }
-}
-
-impl AsyncRead for ApiConnection {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().tls).poll_read(cx, buf)
-    }
-}
-
-impl AsyncWrite for ApiConnection {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().tls).poll_write(cx, buf)
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().tls).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().tls).poll_shutdown(cx)
-    }
-
-    /// No: so HTTP/2 copies payloads up to 1 KiB into its buffer (see the module docs).
-    fn is_write_vectored(&self) -> bool {
-        false
+        let chain = self.get_ref().get_ref().1.peer_certificates();
+        CallerCertificates(Arc::new(
+            chain
+                .unwrap_or_default()
+                .iter()
+                .map(|cert| cert.clone().into_owned())
+                .collect(),
+        ))
     }
 }

@@ -35,6 +35,6 @@ pub use naming::{FLEET_DNS_SUFFIX, dns_name, node_name_from_cert};
 pub use node_identity::NodeIdentity;
 pub use pem_files::write_private_file;
 pub use tls::{
-    API_ALPN, RAFT_ALPN, api_client_tls, api_server_config, crypto_provider, raft_client_config,
+    API_ALPN, RAFT_ALPN, api_client_config, api_server_config, crypto_provider, raft_client_config,
     raft_server_config,
 };

@@ -11,11 +11,9 @@ use std::sync::Arc;
 use rustls::crypto::CryptoProvider;
 use rustls::server::WebPkiClientVerifier;
 use rustls::{ClientConfig, ServerConfig, SupportedProtocolVersion};
-use tonic::transport::{Certificate, ClientTlsConfig, Identity};
 
 use super::ca_cert::CaCert;
 use super::error::IdentityError;
-use super::naming::dns_name;
 use super::node_identity::NodeIdentity;
 
 /// The ALPN protocol of node-to-node Raft traffic. A connection that negotiates
@@ -125,23 +123,28 @@ pub fn api_server_config(
     )
 }
 
-/// The client API's client TLS configuration for tonic: trusts only the fleet CA
-/// (`ca_pem`), expects the server to be `server_node` (server name
-/// `dns_name(server_node)`, whatever address is dialled) and presents `identity`
-/// when given (nodes do; operators usually do not).
-pub fn api_client_tls(
-    ca_pem: &str,
+/// The client API's client TLS configuration, for an
+/// [`ApiConnector`](crate::api::api_connector::ApiConnector): trusts only the fleet CA,
+/// ALPN [`API_ALPN`], and presents `identity` when given (nodes do; operators usually
+/// do not). The connector checks the server's name.
+pub fn api_client_config(
+    ca: &CaCert,
     identity: Option<&NodeIdentity>,
-    server_node: &str,
-) -> ClientTlsConfig {
-    let config = ClientTlsConfig::new()
-        .ca_certificate(Certificate::from_pem(ca_pem))
-        .domain_name(dns_name(server_node));
-    match identity {
-        Some(identity) => config.identity(Identity::from_pem(
-            identity.cert_chain_pem(),
-            identity.key_pem(),
-        )),
-        None => config,
-    }
+) -> Result<ClientConfig, IdentityError> {
+    let error = |reason: String| IdentityError::Tls {
+        config: "client API client",
+        reason,
+    };
+    let builder = ClientConfig::builder_with_provider(crypto_provider())
+        .with_protocol_versions(rustls::DEFAULT_VERSIONS)
+        .map_err(|e| error(e.to_string()))?
+        .with_root_certificates(ca.root_store()?);
+    let mut config = match identity {
+        Some(identity) => builder
+            .with_client_auth_cert(identity.cert_chain.clone(), identity.key.clone_key())
+            .map_err(|e| error(format!("the node certificate or key is unusable: {e}")))?,
+        None => builder.with_no_client_auth(),
+    };
+    config.alpn_protocols = vec![API_ALPN.to_vec()];
+    Ok(config)
 }

@@ -3,35 +3,35 @@
 //! the actor this node authenticated — so the user never has to find the leader.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fleet_proto::api as wire;
 use fleet_proto::api::fleet_client::FleetClient;
-use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
+use rustls::ClientConfig;
+use tonic::transport::Channel;
 
 use super::fleet_node::Committed;
+use crate::api::api_connector::{ApiConnector, api_endpoint};
 use crate::api::error::ApiError;
 use crate::api::query::{Query, QueryAnswer};
 use crate::api::service::API_MESSAGE_MAX_BYTES;
 use crate::raft::Peer;
 use crate::state::{Actor, Request, RuleViolation};
 
-/// Makes the TLS settings to reach the node called `name`.
-pub type TlsFor = Box<dyn Fn(&str) -> ClientTlsConfig + Send + Sync>;
-
 /// Cached channels to other nodes' client APIs.
 pub struct Forwarder {
-    tls_for: TlsFor,
+    tls: Arc<ClientConfig>,
     timeout: Duration,
     channels: Mutex<HashMap<(String, String), Channel>>,
 }
 
 impl Forwarder {
-    /// A forwarder whose calls give up after `timeout`.
-    pub fn new(tls_for: TlsFor, timeout: Duration) -> Self {
+    /// A forwarder that calls under `tls` (the client API's, with this node's
+    /// certificate) and gives up after `timeout`.
+    pub fn new(tls: Arc<ClientConfig>, timeout: Duration) -> Self {
         Self {
-            tls_for,
+            tls,
             timeout,
             channels: Mutex::new(HashMap::new()),
         }
@@ -47,13 +47,13 @@ impl Forwarder {
             leader: leader.name.clone(),
             reason,
         };
-        let channel = Endpoint::from_shared(format!("https://{}", leader.api_addr))
-            .map_err(|e| forward_error(e.to_string()))?
-            .tls_config((self.tls_for)(&leader.name))
+        let connector = ApiConnector::new(self.tls.clone(), &leader.name)
+            .map_err(|e| forward_error(e.to_string()))?;
+        let channel = api_endpoint(&leader.api_addr)
             .map_err(|e| forward_error(e.to_string()))?
             .connect_timeout(self.timeout)
             .timeout(self.timeout)
-            .connect_lazy();
+            .connect_with_connector_lazy(connector);
         channels.insert(key, channel.clone());
         Ok(api_client(channel))
     }

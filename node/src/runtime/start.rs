@@ -8,10 +8,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use openraft::SnapshotPolicy;
+use rustls::ClientConfig;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
-use tonic::transport::{Certificate, Identity};
 
 use super::driver::run_driver;
 use super::duty_runner::{DutySettings, run_duties};
@@ -79,8 +79,8 @@ impl RunningNode {
 struct TransportMaker {
     mode: TransportMode,
     quic: QuicConnector,
-    ca: Certificate,
-    identity: Identity,
+    /// The client API's TLS with this node's certificate: gRPC runs on the API port.
+    api_tls: Arc<ClientConfig>,
     /// The auto clients, so status can say which transport each peer is on.
     auto_clients: AutoClients,
     /// Every client fails while the node is cut off by a drill.
@@ -102,13 +102,8 @@ impl ClientMaker for TransportMaker {
     fn client_for(&self, peer: &Peer) -> Result<Arc<dyn RpcClient>, String> {
         let quic = || Ok::<_, String>(self.quic.client(&peer.name, resolve(&peer.raft_addr)?));
         let grpc = || {
-            GrpcClient::new(
-                &peer.name,
-                resolve(&peer.api_addr)?,
-                self.ca.clone(),
-                self.identity.clone(),
-            )
-            .map_err(|e| e.to_string())
+            GrpcClient::new(&peer.name, resolve(&peer.api_addr)?, self.api_tls.clone())
+                .map_err(|e| e.to_string())
         };
         let client: Arc<dyn RpcClient> = match self.mode {
             TransportMode::Quic => Arc::new(quic()?),
@@ -166,14 +161,15 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
         what: "raft client, QUIC over UDP",
         reason: e.to_string(),
     })?;
+    // Raft over gRPC and writes forwarded to the leader call other nodes' API ports.
+    let api_client_tls = Arc::new(tls::api_client_config(&ca, Some(&me)).map_err(identity_error)?);
     let auto_clients: AutoClients = Arc::new(Mutex::new(HashMap::new()));
     let isolation = Isolation::default();
     let maker = TransportMaker {
         isolation: isolation.clone(),
         mode: config.transport,
         quic,
-        ca: Certificate::from_pem(ca.pem()),
-        identity: Identity::from_pem(me.cert_chain_pem(), me.key_pem()),
+        api_tls: api_client_tls.clone(),
         auto_clients: auto_clients.clone(),
     };
     let id = node_id(&config.name);
@@ -226,8 +222,6 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
             api_addr: addrs.api.clone(),
         })
         .collect();
-    let ca_pem = ca.pem().to_string();
-    let forwarding_identity = me.clone();
     let node = Arc::new(FleetNode {
         name: name.clone(),
         fleet: config.fleet.clone(),
@@ -235,12 +229,7 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
         state,
         peer,
         configured_peers,
-        forwarder: Forwarder::new(
-            Box::new(move |peer: &str| {
-                tls::api_client_tls(&ca_pem, Some(&forwarding_identity), peer)
-            }),
-            rpc_timeout * 5,
-        ),
+        forwarder: Forwarder::new(api_client_tls, rpc_timeout * 5),
         quorum_stale_ms: 2 * config.raft.election_timeout_max_ms,
         leader_wait: Duration::from_millis(5 * config.raft.election_timeout_max_ms),
         transport_of,

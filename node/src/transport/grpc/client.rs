@@ -1,19 +1,23 @@
-//! `GrpcClient`: Raft RPCs to one peer over a lazily connected tonic `Channel`.
+//! `GrpcClient`: Raft RPCs to one peer over a lazily connected tonic `Channel`, whose
+//! TLS is an [`ApiConnector`]'s (an append's message and the end of its stream leave in
+//! one write).
 
 use std::io;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use fleet_proto::raft::RaftMessage;
 use fleet_proto::raft::raft_transport_client::RaftTransportClient;
 use futures::future::BoxFuture;
-use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
+use rustls::ClientConfig;
+use tonic::transport::Channel;
 use tonic::{Code, Request, Status};
 use tracing::instrument;
 
 use super::{ENCODING_VERSION, MESSAGE_MAX_BYTES};
-use crate::transport::peer_name::NODE_NAME_DNS_SUFFIX;
+use crate::api::api_connector::{ApiConnector, api_endpoint};
 use crate::transport::{PAYLOAD_MAX_BYTES, RpcClient, RpcKind, TransportError};
 
 /// How long opening the TCP+TLS connection may take before the call fails as
@@ -37,36 +41,29 @@ pub struct GrpcClient {
 }
 
 impl GrpcClient {
-    /// A client for `peer_name`'s API port at `addr`: it trusts `ca` (the fleet CA),
-    /// presents `identity` (this node's certificate and key, PEM), and requires the
+    /// A client for `peer_name`'s API port at `addr` under `tls` (the client API's
+    /// configuration with this node's certificate, `api_client_config`), requiring the
     /// peer's certificate to name `<peer_name>.fleet`. Nothing connects until the first
-    /// call; an error here means the certificates could not be used.
+    /// call; an error here means the peer's name or address is unusable.
     pub fn new(
         peer_name: &str,
         addr: SocketAddr,
-        ca: Certificate,
-        identity: Identity,
+        tls: Arc<ClientConfig>,
     ) -> io::Result<GrpcClient> {
-        let setup_error = |e: tonic::transport::Error| {
+        let setup_error = |e: &dyn std::fmt::Display| {
             io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!("cannot set up the gRPC Raft client for {peer_name}: {e}"),
             )
         };
-        let tls = ClientTlsConfig::new()
-            .ca_certificate(ca)
-            .identity(identity)
-            .domain_name(format!("{peer_name}{NODE_NAME_DNS_SUFFIX}"));
-        let endpoint = Endpoint::from_shared(format!("https://{addr}"))
-            .map_err(setup_error)?
-            .tls_config(tls)
-            .map_err(setup_error)?
+        let connector = ApiConnector::new(tls, peer_name).map_err(|e| setup_error(&e))?;
+        let endpoint = api_endpoint(&addr.to_string())
+            .map_err(|e| setup_error(&e))?
             .connect_timeout(CONNECT_TIMEOUT)
-            .tcp_nodelay(true)
             .http2_keep_alive_interval(KEEP_ALIVE_INTERVAL)
             .keep_alive_timeout(KEEP_ALIVE_TIMEOUT)
             .keep_alive_while_idle(true);
-        let client = RaftTransportClient::new(endpoint.connect_lazy())
+        let client = RaftTransportClient::new(endpoint.connect_with_connector_lazy(connector))
             .max_decoding_message_size(MESSAGE_MAX_BYTES)
             .max_encoding_message_size(MESSAGE_MAX_BYTES);
         Ok(GrpcClient {
