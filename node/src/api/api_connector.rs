@@ -73,9 +73,8 @@ impl ApiConnector {
             .map_err(|e| failed(String::new(), e))?;
         // A small request must not wait for the node's delayed acknowledgement.
         stream.set_nodelay(true)?;
-        let server_name = self.server_name.to_str().into_owned();
-        let tls = (self.tls.connect(self.server_name, stream).await)
-            .map_err(|e| failed(format!("TLS with {server_name}: "), e))?;
+        let tls = (self.tls.connect(self.server_name.clone(), stream).await)
+            .map_err(|e| failed(format!("TLS with {}: ", self.server_name.to_str()), e))?;
         Ok(TokioIo::new(Unvectored::new(tls)))
     }
 }

@@ -88,17 +88,39 @@ pub fn raft_client_config(
     identity: &NodeIdentity,
     ca: &CaCert,
 ) -> Result<ClientConfig, IdentityError> {
+    client_config(
+        "Raft client",
+        ca,
+        Some(identity),
+        &[&rustls::version::TLS13],
+        RAFT_ALPN,
+    )
+}
+
+/// A client configuration named `name` (for errors) that trusts the fleet CA alone and
+/// presents `identity` when given.
+fn client_config(
+    name: &'static str,
+    ca: &CaCert,
+    identity: Option<&NodeIdentity>,
+    versions: &[&'static SupportedProtocolVersion],
+    alpn: &[u8],
+) -> Result<ClientConfig, IdentityError> {
     let error = |reason: String| IdentityError::Tls {
-        config: "Raft client",
+        config: name,
         reason,
     };
-    let mut config = ClientConfig::builder_with_provider(crypto_provider())
-        .with_protocol_versions(&[&rustls::version::TLS13])
+    let builder = ClientConfig::builder_with_provider(crypto_provider())
+        .with_protocol_versions(versions)
         .map_err(|e| error(e.to_string()))?
-        .with_root_certificates(ca.root_store()?)
-        .with_client_auth_cert(identity.cert_chain.clone(), identity.key.clone_key())
-        .map_err(|e| error(format!("the node certificate or key is unusable: {e}")))?;
-    config.alpn_protocols = vec![RAFT_ALPN.to_vec()];
+        .with_root_certificates(ca.root_store()?);
+    let mut config = match identity {
+        Some(identity) => builder
+            .with_client_auth_cert(identity.cert_chain.clone(), identity.key.clone_key())
+            .map_err(|e| error(format!("the node certificate or key is unusable: {e}")))?,
+        None => builder.with_no_client_auth(),
+    };
+    config.alpn_protocols = vec![alpn.to_vec()];
     Ok(config)
 }
 
@@ -131,20 +153,11 @@ pub fn api_client_config(
     ca: &CaCert,
     identity: Option<&NodeIdentity>,
 ) -> Result<ClientConfig, IdentityError> {
-    let error = |reason: String| IdentityError::Tls {
-        config: "client API client",
-        reason,
-    };
-    let builder = ClientConfig::builder_with_provider(crypto_provider())
-        .with_protocol_versions(rustls::DEFAULT_VERSIONS)
-        .map_err(|e| error(e.to_string()))?
-        .with_root_certificates(ca.root_store()?);
-    let mut config = match identity {
-        Some(identity) => builder
-            .with_client_auth_cert(identity.cert_chain.clone(), identity.key.clone_key())
-            .map_err(|e| error(format!("the node certificate or key is unusable: {e}")))?,
-        None => builder.with_no_client_auth(),
-    };
-    config.alpn_protocols = vec![API_ALPN.to_vec()];
-    Ok(config)
+    client_config(
+        "client API client",
+        ca,
+        identity,
+        rustls::DEFAULT_VERSIONS,
+        API_ALPN,
+    )
 }
