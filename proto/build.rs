@@ -7,6 +7,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("cargo:rerun-if-changed={file}");
     }
     let descriptors = protox::compile(files, ["proto"])?;
-    tonic_prost_build::compile_fds(descriptors)?;
+    tonic_prost_build::configure()
+        // A Raft payload is handed on as it arrived, not copied into a `Vec`.
+        .bytes(".fleet.raft.v1.RaftMessage.payload")
+        .compile_fds(descriptors)?;
     Ok(())
 }

@@ -308,6 +308,16 @@ impl RaftTransport for WhoAmI {
         Err(tonic::Status::unimplemented("test service"))
     }
 
+    type AppendStreamStream =
+        futures::stream::BoxStream<'static, Result<RaftMessage, tonic::Status>>;
+
+    async fn append_stream(
+        &self,
+        _: tonic::Request<tonic::Streaming<RaftMessage>>,
+    ) -> Result<tonic::Response<Self::AppendStreamStream>, tonic::Status> {
+        Err(tonic::Status::unimplemented("test service"))
+    }
+
     async fn vote(
         &self,
         request: tonic::Request<RaftMessage>,

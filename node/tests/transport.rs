@@ -1,6 +1,7 @@
 //! The Raft transports against real sockets on 127.0.0.1: QUIC and gRPC round trips with
-//! mutual TLS, concurrency over one QUIC connection, refusal of a foreign certificate,
-//! unreachable peers, reconnecting to a restarted server, and the gRPC fallback.
+//! mutual TLS, concurrency over one QUIC connection, appends on gRPC's append stream
+//! (and unary to a peer without it), refusal of a foreign certificate, unreachable
+//! peers, reconnecting to a restarted server, and the gRPC fallback.
 //!
 //! Certificates are made here with rcgen: a test fleet CA with node certificates naming
 //! `<name>.fleet`, and a second CA that the fleet does not trust.
@@ -20,6 +21,7 @@ use fleet_node::transport::{
 };
 use fleet_proto::raft::RaftMessage;
 use fleet_proto::raft::raft_transport_client::RaftTransportClient;
+use fleet_proto::raft::raft_transport_server::{RaftTransport, RaftTransportServer};
 use futures::future::{BoxFuture, join_all};
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
@@ -31,6 +33,7 @@ use rustls::server::WebPkiClientVerifier;
 use rustls::{ClientConfig, RootCertStore};
 use tokio::task::JoinHandle;
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Server};
+use tonic::{Request, Response, Status};
 
 /// Generous: these tests assert behaviour, not speed.
 const TIMEOUT: Duration = Duration::from_secs(5);
@@ -131,10 +134,26 @@ impl TestCa {
     }
 }
 
-/// Answers `<from>|<kind>|<payload>` and counts the calls it served.
+/// Answers `<from>|<kind>|<payload>` and counts the calls it served; a payload that
+/// starts with `slow` is answered after [`SLOW_ANSWER`]. Notes the task each call came
+/// in on: the appends of one gRPC append stream share its task, unary calls have one
+/// each.
 #[derive(Default)]
 struct EchoHandler {
     calls: AtomicUsize,
+    tasks: std::sync::Mutex<Vec<Option<tokio::task::Id>>>,
+}
+
+/// How long [`EchoHandler`] takes over a `slow` payload.
+const SLOW_ANSWER: Duration = Duration::from_millis(800);
+
+impl EchoHandler {
+    /// How many distinct tasks the calls since the last look came in on.
+    fn tasks_since_last_look(&self) -> usize {
+        let mut tasks = self.tasks.lock().unwrap();
+        let distinct: std::collections::HashSet<_> = tasks.drain(..).collect();
+        distinct.len()
+    }
 }
 
 impl RpcHandler for EchoHandler {
@@ -145,9 +164,13 @@ impl RpcHandler for EchoHandler {
         payload: Bytes,
     ) -> BoxFuture<'static, Result<Bytes, String>> {
         self.calls.fetch_add(1, Ordering::SeqCst);
+        self.tasks.lock().unwrap().push(tokio::task::try_id());
         Box::pin(async move {
             if payload.as_ref() == b"fail" {
                 return Err(format!("{from} asked to fail"));
+            }
+            if payload.starts_with(b"slow") {
+                tokio::time::sleep(SLOW_ANSWER).await;
             }
             let mut reply = format!("{from}|{kind}|").into_bytes();
             reply.extend_from_slice(&payload);
@@ -169,13 +192,22 @@ impl Drop for GrpcServer {
 }
 
 async fn start_grpc(ca: &TestCa, node: &NodeCert, handler: Arc<EchoHandler>) -> Result<GrpcServer> {
+    start_grpc_serving(ca, node, GrpcRaftService::new(handler).into_server()).await
+}
+
+/// A gRPC server as `node` for `service` (the fleet's, or a stand-in for another build).
+async fn start_grpc_serving<S: RaftTransport>(
+    ca: &TestCa,
+    node: &NodeCert,
+    service: RaftTransportServer<S>,
+) -> Result<GrpcServer> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     let tls = api_server_config(
         &NodeIdentity::from_pem(&node.cert_pem, &node.key_pem)?,
         &CaCert::from_der(ca.der()),
     )?;
-    let router = Server::builder().add_service(GrpcRaftService::new(handler).into_server());
+    let router = Server::builder().add_service(service);
     let task = tokio::spawn(async move {
         router
             .serve_with_incoming(ApiConnection::accept_all(listener, Arc::new(tls)))
@@ -183,6 +215,14 @@ async fn start_grpc(ca: &TestCa, node: &NodeCert, handler: Arc<EchoHandler>) -> 
             .expect("the gRPC test server runs");
     });
     Ok(GrpcServer { addr, task })
+}
+
+/// `beast`'s gRPC server answering with `handler`, and `mac`'s client of it.
+async fn grpc_from_mac_to_beast(handler: Arc<EchoHandler>) -> Result<(GrpcServer, GrpcClient)> {
+    let ca = TestCa::new("test fleet CA")?;
+    let server = start_grpc(&ca, &ca.node("beast")?, handler).await?;
+    let client = GrpcClient::new("beast", server.addr, ca.node("mac")?.api_tls(&ca)?)?;
+    Ok((server, client))
 }
 
 fn free_udp_port() -> Result<SocketAddr> {
@@ -269,10 +309,8 @@ async fn quic_carries_a_large_payload() -> Result<()> {
 
 #[tokio::test]
 async fn grpc_round_trip_names_the_caller() -> Result<()> {
-    let ca = TestCa::new("test fleet CA")?;
     let handler = Arc::new(EchoHandler::default());
-    let server = start_grpc(&ca, &ca.node("beast")?, handler.clone()).await?;
-    let client = GrpcClient::new("beast", server.addr, ca.node("mac")?.api_tls(&ca)?)?;
+    let (_server, client) = grpc_from_mac_to_beast(handler.clone()).await?;
 
     let reply = client
         .call(RpcKind::TransferLeader, Bytes::from_static(b"hi"), TIMEOUT)
@@ -359,6 +397,135 @@ async fn a_certificate_of_another_ca_is_refused_over_quic() -> Result<()> {
 }
 
 #[tokio::test]
+async fn grpc_appends_share_one_stream_and_each_gets_its_own_reply() -> Result<()> {
+    let handler = Arc::new(EchoHandler::default());
+    let (_server, client) = grpc_from_mac_to_beast(handler.clone()).await?;
+    let append = |payload: &'static str, timeout| {
+        let client = client.clone();
+        async move {
+            let payload = Bytes::from_static(payload.as_bytes());
+            client.call(RpcKind::AppendEntries, payload, timeout).await
+        }
+    };
+
+    // Appends one after another travel on one stream (its task answers them all);
+    // votes are unary calls, a task each.
+    for i in 0..20 {
+        let payload = format!("entry {i}");
+        let reply = client
+            .call(
+                RpcKind::AppendEntries,
+                Bytes::from(payload.clone()),
+                TIMEOUT,
+            )
+            .await?;
+        assert_eq!(reply, format!("mac|append-entries|{payload}").as_bytes());
+    }
+    assert_eq!(handler.tasks_since_last_look(), 1, "one stream's task");
+    for _ in 0..2 {
+        client
+            .call(RpcKind::Vote, Bytes::from_static(b"v"), TIMEOUT)
+            .await?;
+    }
+    assert_eq!(handler.tasks_since_last_look(), 2, "a task per unary call");
+
+    // An append sent while another is in flight (a heartbeat) does not wait for it.
+    let slow = tokio::spawn(append("slow append", TIMEOUT));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let reply = append("heartbeat", TIMEOUT).await?;
+    assert_eq!(reply.as_ref(), b"mac|append-entries|heartbeat");
+    assert!(!slow.is_finished(), "the heartbeat came back first");
+    assert_eq!(slow.await??.as_ref(), b"mac|append-entries|slow append");
+
+    // An append that misses its deadline takes the stream with it: the late reply
+    // answers nobody, and the next append gets its own.
+    let error = append("slow, and late", Duration::from_millis(200))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, TransportError::Timeout { .. }), "{error}");
+    let reply = append("next", TIMEOUT).await?;
+    assert_eq!(reply.as_ref(), b"mac|append-entries|next");
+    tokio::time::sleep(SLOW_ANSWER).await;
+    let reply = append("after the late reply", TIMEOUT).await?;
+    assert_eq!(reply.as_ref(), b"mac|append-entries|after the late reply");
+
+    // So does an append whose caller gives up on it (drops the call) midway.
+    let dropped = tokio::spawn(append("slow, then dropped", TIMEOUT));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    dropped.abort();
+    assert!(dropped.await.unwrap_err().is_cancelled());
+    let reply = append("after the dropped one", TIMEOUT).await?;
+    assert_eq!(reply.as_ref(), b"mac|append-entries|after the dropped one");
+
+    // The handler's failure comes back on the stream as a remote error, and the
+    // stream goes on.
+    let error = append("fail", TIMEOUT).await.unwrap_err();
+    assert!(matches!(error, TransportError::Remote { .. }), "{error}");
+    handler.tasks_since_last_look();
+    for payload in ["one", "two"] {
+        append(payload, TIMEOUT).await?;
+    }
+    assert_eq!(handler.tasks_since_last_look(), 1, "still one stream");
+    Ok(())
+}
+
+/// A peer of a build without the append stream: the unary methods of the real
+/// service, and `Unimplemented` for the stream.
+struct UnaryOnlyPeer(GrpcRaftService);
+
+#[tonic::async_trait]
+impl RaftTransport for UnaryOnlyPeer {
+    async fn append_entries(&self, request: Request<RaftMessage>) -> Reply {
+        self.0.append_entries(request).await
+    }
+
+    type AppendStreamStream = futures::stream::BoxStream<'static, Result<RaftMessage, Status>>;
+
+    async fn append_stream(
+        &self,
+        _: Request<tonic::Streaming<RaftMessage>>,
+    ) -> Result<Response<Self::AppendStreamStream>, Status> {
+        Err(Status::unimplemented("not in this build"))
+    }
+
+    async fn vote(&self, request: Request<RaftMessage>) -> Reply {
+        self.0.vote(request).await
+    }
+
+    async fn pre_vote(&self, request: Request<RaftMessage>) -> Reply {
+        self.0.pre_vote(request).await
+    }
+
+    async fn install_snapshot(&self, request: Request<RaftMessage>) -> Reply {
+        self.0.install_snapshot(request).await
+    }
+
+    async fn transfer_leader(&self, request: Request<RaftMessage>) -> Reply {
+        self.0.transfer_leader(request).await
+    }
+}
+
+type Reply = Result<Response<RaftMessage>, Status>;
+
+#[tokio::test]
+async fn grpc_appends_go_unary_to_a_peer_without_the_append_stream() -> Result<()> {
+    let ca = TestCa::new("test fleet CA")?;
+    let handler = Arc::new(EchoHandler::default());
+    let peer = UnaryOnlyPeer(GrpcRaftService::new(handler.clone()));
+    let server =
+        start_grpc_serving(&ca, &ca.node("beast")?, RaftTransportServer::new(peer)).await?;
+    let client = GrpcClient::new("beast", server.addr, ca.node("mac")?.api_tls(&ca)?)?;
+    for payload in ["one", "two", "three"] {
+        let reply = client
+            .call(RpcKind::AppendEntries, Bytes::from(payload), TIMEOUT)
+            .await?;
+        assert_eq!(reply, format!("mac|append-entries|{payload}").as_bytes());
+    }
+    assert_eq!(handler.tasks_since_last_look(), 3, "a unary call each");
+    Ok(())
+}
+
+#[tokio::test]
 async fn a_certificate_of_another_ca_or_none_is_refused_over_grpc() -> Result<()> {
     let fleet = TestCa::new("test fleet CA")?;
     let other = TestCa::new("another CA")?;
@@ -387,7 +554,7 @@ async fn a_certificate_of_another_ca_or_none_is_refused_over_grpc() -> Result<()
         .vote(RaftMessage {
             encoding_version: 1,
             from: "mac".into(),
-            payload: b"let me in".to_vec(),
+            payload: Bytes::from_static(b"let me in"),
             error: None,
         })
         .await

@@ -2,14 +2,17 @@
 //! through, served on the node's API port next to the client API.
 //!
 //! Each Raft RPC kind is one unary method of `fleet.raft.v1.RaftTransport` carrying a
-//! `RaftMessage`. A handler's failure travels in the reply's `error` field, so a gRPC
-//! `Status` always means the call itself failed.
+//! `RaftMessage`; appends also go, one at a time, on a long-lived `AppendStream` per
+//! peer. A handler's failure travels in the reply's `error` field, so a gRPC `Status`
+//! always means the call itself failed.
 //!
 //! # Layout
 //! - this file: what both ends share (encoding version, message size bound).
 //! - `grpc/service.rs`: [`GrpcRaftService`], the server side.
 //! - `grpc/client.rs`: [`GrpcClient`], calls to one peer.
+//! - `grpc/append_stream.rs`: the client's end of an append stream.
 
+mod append_stream;
 mod client;
 mod service;
 

@@ -1,11 +1,14 @@
 //! `GrpcClient`: Raft RPCs to one peer over a lazily connected tonic `Channel`, whose
 //! TLS is an [`ApiConnector`]'s (an append's message and the end of its stream leave in
-//! one write).
+//! one write). Appends go on the peer's [`AppendStream`] when it is free; other RPCs,
+//! and an append (a heartbeat) sent while another is in flight, are unary calls.
 
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 use bytes::Bytes;
 use fleet_proto::raft::RaftMessage;
@@ -14,8 +17,9 @@ use futures::future::BoxFuture;
 use rustls::ClientConfig;
 use tonic::transport::Channel;
 use tonic::{Code, Request, Status};
-use tracing::instrument;
+use tracing::{debug, instrument};
 
+use super::append_stream::AppendStream;
 use super::{ENCODING_VERSION, MESSAGE_MAX_BYTES};
 use crate::api::api_connector::{ApiConnector, api_endpoint};
 use crate::transport::{PAYLOAD_MAX_BYTES, RpcClient, RpcKind, TransportError};
@@ -31,6 +35,19 @@ const KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(2);
 /// How long a ping may go unanswered before the connection is dropped.
 const KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long appends stay unary after the peer said it has no append stream (a build
+/// from before it), before the stream is tried again.
+const STREAM_UNSUPPORTED_RETRY: Duration = Duration::from_secs(60);
+
+/// The append stream to the peer, behind a lock that one append holds at a time.
+#[derive(Default)]
+struct AppendSlot {
+    /// The open stream; `None` before the first append and after a failure.
+    stream: Option<AppendStream>,
+    /// Until when appends go unary because the peer had no append stream.
+    unsupported_until: Option<Instant>,
+}
+
 /// Calls one peer's `RaftTransport` service over TLS with this node's certificate.
 ///
 /// The channel connects on the first call and reconnects by itself after a failure.
@@ -38,6 +55,7 @@ const KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct GrpcClient {
     peer_name: String,
     client: RaftTransportClient<Channel>,
+    append_slot: Arc<tokio::sync::Mutex<AppendSlot>>,
 }
 
 impl GrpcClient {
@@ -69,6 +87,7 @@ impl GrpcClient {
         Ok(GrpcClient {
             peer_name: peer_name.to_owned(),
             client,
+            append_slot: Arc::default(),
         })
     }
 
@@ -90,12 +109,31 @@ impl GrpcClient {
                 payload.len()
             )));
         }
-        let mut request = Request::new(RaftMessage {
+        let message = RaftMessage {
             encoding_version: ENCODING_VERSION,
             from: String::new(),
-            payload: payload.to_vec(),
+            payload,
             error: None,
-        });
+        };
+        if kind == RpcKind::AppendEntries
+            && let Ok(mut slot) = self.append_slot.try_lock()
+            && slot
+                .unsupported_until
+                .is_none_or(|until| until <= Instant::now())
+        {
+            return self.call_on_stream(&mut slot, message, timeout).await;
+        }
+        self.call_unary(kind, message, timeout).await
+    }
+
+    /// One RPC as a unary call of its own.
+    async fn call_unary(
+        &self,
+        kind: RpcKind,
+        message: RaftMessage,
+        timeout: Duration,
+    ) -> Result<Bytes, TransportError> {
+        let mut request = Request::new(message);
         // Tells the peer the deadline, so it can give up too.
         request.set_timeout(timeout);
         let mut client = self.client.clone();
@@ -108,11 +146,56 @@ impl GrpcClient {
                 RpcKind::TransferLeader => client.transfer_leader(request).await,
             }
         };
-        let reply = match tokio::time::timeout(timeout, call).await {
-            Err(_) => return Err(self.timeout(kind, timeout)),
-            Ok(Err(status)) => return Err(self.status_error(kind, timeout, status)),
-            Ok(Ok(response)) => response.into_inner(),
+        match tokio::time::timeout(timeout, call).await {
+            Err(_) => Err(self.timeout(kind, timeout)),
+            Ok(Err(status)) => Err(self.status_error(kind, timeout, status)),
+            Ok(Ok(response)) => self.reply_payload(kind, response.into_inner()),
+        }
+    }
+
+    /// One append on the append stream, opened first if need be. Any failure drops the
+    /// stream (a reply that comes late must not answer the next request); a peer
+    /// without the stream gets this append, and those of the next minute, unary.
+    async fn call_on_stream(
+        &self,
+        slot: &mut AppendSlot,
+        message: RaftMessage,
+        timeout: Duration,
+    ) -> Result<Bytes, TransportError> {
+        let kind = RpcKind::AppendEntries;
+        let deadline = Instant::now() + timeout;
+        // Taken out of the slot while in use: if this call is dropped midway, the stream
+        // goes with it, and no later call can read this call's reply as its own.
+        let mut stream = match slot.stream.take() {
+            Some(stream) => stream,
+            None => {
+                let mut client = self.client.clone();
+                match tokio::time::timeout_at(deadline, AppendStream::open(&mut client)).await {
+                    Err(_) => return Err(self.timeout(kind, timeout)),
+                    Ok(Err(status)) if status.code() == Code::Unimplemented => {
+                        debug!(peer = %self.peer_name, "the peer has no append stream; appends go unary");
+                        slot.unsupported_until = Some(Instant::now() + STREAM_UNSUPPORTED_RETRY);
+                        let left = deadline.saturating_duration_since(Instant::now());
+                        return self.call_unary(kind, message, left).await;
+                    }
+                    Ok(Err(status)) => return Err(self.status_error(kind, timeout, status)),
+                    Ok(Ok(stream)) => stream,
+                }
+            }
         };
+        match tokio::time::timeout_at(deadline, stream.call(message)).await {
+            Err(_) => Err(self.timeout(kind, timeout)),
+            Ok(Err(status)) => Err(self.status_error(kind, timeout, status)),
+            Ok(Ok(reply)) => {
+                slot.unsupported_until = None;
+                slot.stream = Some(stream);
+                self.reply_payload(kind, reply)
+            }
+        }
+    }
+
+    /// The payload of a peer's reply, or the peer's handler's failure.
+    fn reply_payload(&self, kind: RpcKind, reply: RaftMessage) -> Result<Bytes, TransportError> {
         if let Some(message) = reply.error {
             return Err(TransportError::Remote {
                 peer: self.peer_name.clone(),
@@ -126,7 +209,7 @@ impl GrpcClient {
                 reply.encoding_version
             )));
         }
-        Ok(Bytes::from(reply.payload))
+        Ok(reply.payload)
     }
 
     /// What a failed call means for Raft: a peer that cannot be reached or refuses this

@@ -1,12 +1,13 @@
 //! `GrpcRaftService`: the `RaftTransport` gRPC service, delegating to the node's
-//! [`RpcHandler`].
+//! [`RpcHandler`]: a unary call per RPC, or appends on an append stream, answered in
+//! order, one at a time.
 
 use std::sync::Arc;
 
-use bytes::Bytes;
 use fleet_proto::raft::RaftMessage;
 use fleet_proto::raft::raft_transport_server::{RaftTransport, RaftTransportServer};
-use tonic::{Request, Response, Status};
+use futures::stream::BoxStream;
+use tonic::{Request, Response, Status, Streaming};
 use tracing::{debug, instrument, warn};
 
 use super::{ENCODING_VERSION, MESSAGE_MAX_BYTES};
@@ -38,15 +39,26 @@ impl GrpcRaftService {
             .max_encoding_message_size(MESSAGE_MAX_BYTES)
     }
 
-    #[instrument(level = "debug", skip_all, fields(peer = tracing::field::Empty, %kind))]
+    /// One unary call: the caller's certificate, then its message.
     async fn serve(
         &self,
         kind: RpcKind,
         request: Request<RaftMessage>,
     ) -> Result<Response<RaftMessage>, Status> {
         let from = caller_name(&request)?;
-        tracing::Span::current().record("peer", from.as_str());
-        let message = request.into_inner();
+        self.answer(from, kind, request.into_inner())
+            .await
+            .map(Response::new)
+    }
+
+    /// The reply to one message from `from`; `Err` refuses the message as a whole.
+    #[instrument(level = "debug", skip_all, fields(peer = %from, %kind))]
+    async fn answer(
+        &self,
+        from: String,
+        kind: RpcKind,
+        message: RaftMessage,
+    ) -> Result<RaftMessage, Status> {
         if message.encoding_version != ENCODING_VERSION {
             warn!(version = message.encoding_version, "refused a Raft message");
             return Err(Status::failed_precondition(format!(
@@ -61,11 +73,7 @@ impl GrpcRaftService {
             )));
         }
         debug!(bytes = message.payload.len(), "RPC received");
-        let reply = match self
-            .handler
-            .handle(from, kind, Bytes::from(message.payload))
-            .await
-        {
+        let reply = match self.handler.handle(from, kind, message.payload).await {
             Ok(payload) if payload.len() > PAYLOAD_MAX_BYTES => RaftMessage {
                 error: Some(format!(
                     "the handler's reply of {} bytes exceeds the limit of {PAYLOAD_MAX_BYTES}",
@@ -74,7 +82,7 @@ impl GrpcRaftService {
                 ..reply_envelope()
             },
             Ok(payload) => RaftMessage {
-                payload: payload.to_vec(),
+                payload,
                 ..reply_envelope()
             },
             Err(message) => RaftMessage {
@@ -82,7 +90,7 @@ impl GrpcRaftService {
                 ..reply_envelope()
             },
         };
-        Ok(Response::new(reply))
+        Ok(reply)
     }
 }
 
@@ -90,13 +98,13 @@ fn reply_envelope() -> RaftMessage {
     RaftMessage {
         encoding_version: ENCODING_VERSION,
         from: String::new(),
-        payload: Vec::new(),
+        payload: Default::default(),
         error: None,
     }
 }
 
 /// The caller's node name from its verified client certificate.
-fn caller_name(request: &Request<RaftMessage>) -> Result<String, Status> {
+fn caller_name<T>(request: &Request<T>) -> Result<String, Status> {
     let Some(chain) = CallerCertificates::of(request) else {
         warn!("refused a Raft call without a client certificate");
         return Err(Status::unauthenticated(
@@ -116,6 +124,38 @@ impl RaftTransport for GrpcRaftService {
         request: Request<RaftMessage>,
     ) -> Result<Response<RaftMessage>, Status> {
         self.serve(RpcKind::AppendEntries, request).await
+    }
+
+    type AppendStreamStream = BoxStream<'static, Result<RaftMessage, Status>>;
+
+    /// Answers the caller's appends in order, each before the next is read; a refused
+    /// message ends the stream with its status, as a unary call would end.
+    async fn append_stream(
+        &self,
+        request: Request<Streaming<RaftMessage>>,
+    ) -> Result<Response<Self::AppendStreamStream>, Status> {
+        let from = caller_name(&request)?;
+        debug!(peer = %from, "append stream opened");
+        let state = Some((self.clone(), request.into_inner()));
+        let replies = futures::stream::unfold(state, move |state| {
+            let from = from.clone();
+            async move {
+                let (service, mut requests) = state?;
+                let message = match requests.message().await {
+                    Ok(Some(message)) => message,
+                    Ok(None) => return None,
+                    Err(status) => {
+                        debug!(peer = %from, %status, "append stream ended");
+                        return None;
+                    }
+                };
+                match service.answer(from, RpcKind::AppendEntries, message).await {
+                    Ok(reply) => Some((Ok(reply), Some((service, requests)))),
+                    Err(status) => Some((Err(status), None)),
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(replies)))
     }
 
     async fn vote(&self, request: Request<RaftMessage>) -> Result<Response<RaftMessage>, Status> {
