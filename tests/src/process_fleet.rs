@@ -91,13 +91,21 @@ pub fn wait_for_status_of(
     bail!("{what}: not within {timeout:?}; last status: {last}")
 }
 
+/// The lowest port a test fleet listens on.
+const TEST_PORTS_START: u16 = 20_000;
+/// How many ports above it a test fleet may take: all below 32768, where Linux's
+/// default range of ephemeral ports starts, so that no outgoing connection of another
+/// test takes a port as its source between the check below and `fleetd`'s bind.
+const TEST_PORTS: u16 = 12_000;
+
 /// Finds `count` consecutive ports free for both TCP and UDP on 127.0.0.1.
 pub fn free_port_range(count: u16) -> u16 {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
     let seed = u64::from(std::process::id()) ^ u64::from(nanos);
-    let mut candidate = 20_000 + ((seed.wrapping_mul(7919)) % 30_000) as u16;
+    let span = TEST_PORTS - count;
+    let mut candidate = TEST_PORTS_START + (seed.wrapping_mul(7919) % u64::from(span)) as u16;
     loop {
         let free = (0..count).all(|offset| {
             let port = candidate + offset;
@@ -107,8 +115,14 @@ pub fn free_port_range(count: u16) -> u16 {
         if free {
             return candidate;
         }
-        candidate = 20_000 + (candidate - 20_000 + count * 7 + 13) % 30_000;
+        candidate = TEST_PORTS_START + (candidate - TEST_PORTS_START + count * 7 + 13) % span;
     }
+}
+
+/// The last `count` lines of `text`.
+fn last_lines(text: &str, count: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(count)..].join("\n")
 }
 
 /// A fleet of real processes in a temporary directory.
@@ -285,9 +299,13 @@ impl ProcessFleet {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             match self.fleetctl_json(&args) {
-                Err(error)
-                    if error.to_string().contains("connect") && Instant::now() < deadline =>
-                {
+                Err(error) if error.to_string().contains("connect") => {
+                    if Instant::now() >= deadline {
+                        return Err(error.context(format!(
+                            "{node} never listened; its fleetd log ends:\n{}",
+                            last_lines(&self.log(node), 20)
+                        )));
+                    }
                     std::thread::sleep(Duration::from_millis(100));
                 }
                 other => return other,
