@@ -44,7 +44,8 @@ const STREAM_UNSUPPORTED_RETRY: Duration = Duration::from_secs(60);
 struct AppendSlot {
     /// The open stream; `None` before the first append and after a failure.
     stream: Option<AppendStream>,
-    /// Until when appends go unary because the peer had no append stream.
+    /// Until when appends go unary because the peer had no append stream (a time
+    /// past means the stream is tried again).
     unsupported_until: Option<Instant>,
 }
 
@@ -166,31 +167,39 @@ impl GrpcClient {
         let deadline = Instant::now() + timeout;
         // Taken out of the slot while in use: if this call is dropped midway, the stream
         // goes with it, and no later call can read this call's reply as its own.
-        let mut stream = match slot.stream.take() {
-            Some(stream) => stream,
-            None => {
-                let mut client = self.client.clone();
-                match tokio::time::timeout_at(deadline, AppendStream::open(&mut client)).await {
-                    Err(_) => return Err(self.timeout(kind, timeout)),
-                    Ok(Err(status)) if status.code() == Code::Unimplemented => {
-                        debug!(peer = %self.peer_name, "the peer has no append stream; appends go unary");
-                        slot.unsupported_until = Some(Instant::now() + STREAM_UNSUPPORTED_RETRY);
-                        let left = deadline.saturating_duration_since(Instant::now());
-                        return self.call_unary(kind, message, left).await;
-                    }
-                    Ok(Err(status)) => return Err(self.status_error(kind, timeout, status)),
-                    Ok(Ok(stream)) => stream,
-                }
-            }
+        let stream = match slot.stream.take() {
+            Some(stream) => Some(stream),
+            None => self.open_stream(deadline, timeout).await?,
+        };
+        let Some(mut stream) = stream else {
+            debug!(peer = %self.peer_name, "the peer has no append stream; appends go unary");
+            slot.unsupported_until = Some(Instant::now() + STREAM_UNSUPPORTED_RETRY);
+            let left = deadline.saturating_duration_since(Instant::now());
+            return self.call_unary(kind, message, left).await;
         };
         match tokio::time::timeout_at(deadline, stream.call(message)).await {
             Err(_) => Err(self.timeout(kind, timeout)),
             Ok(Err(status)) => Err(self.status_error(kind, timeout, status)),
             Ok(Ok(reply)) => {
-                slot.unsupported_until = None;
                 slot.stream = Some(stream);
                 self.reply_payload(kind, reply)
             }
+        }
+    }
+
+    /// Opens an append stream by `deadline`; `None` when the peer has no such method.
+    async fn open_stream(
+        &self,
+        deadline: Instant,
+        timeout: Duration,
+    ) -> Result<Option<AppendStream>, TransportError> {
+        let kind = RpcKind::AppendEntries;
+        let mut client = self.client.clone();
+        match tokio::time::timeout_at(deadline, AppendStream::open(&mut client)).await {
+            Err(_) => Err(self.timeout(kind, timeout)),
+            Ok(Err(status)) if status.code() == Code::Unimplemented => Ok(None),
+            Ok(Err(status)) => Err(self.status_error(kind, timeout, status)),
+            Ok(Ok(stream)) => Ok(Some(stream)),
         }
     }
 
