@@ -6,7 +6,7 @@
 //! The request carries `entries` entries of the event the write bench appends, as the
 //! leader sends them to a follower; every encoding is checked to decode to the same
 //! request. Figures are nanoseconds per entry, with `fleetd`'s allocator (mimalloc),
-//! and the size of one entry in each encoding.
+//! and the request's bytes per entry in each encoding.
 //!
 //! ```sh
 //! cargo bench -p fleet-node --bench raft_encoding
@@ -69,8 +69,8 @@ fn append(entries: u64) -> Append {
     }
 }
 
-/// Runs `step` until `ENTRIES_PER_STEP` entries went through it (after a tenth as
-/// many to warm up) and prints its time per entry.
+/// Runs `run` until `ENTRIES_PER_STEP` entries went through it (after a tenth as
+/// many to warm up) and prints its time per entry as the row of `step`.
 fn time(step: &str, entries: u64, mut run: impl FnMut()) {
     let rounds = ENTRIES_PER_STEP / entries;
     for _ in 0..rounds / 10 {
