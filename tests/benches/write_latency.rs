@@ -18,13 +18,24 @@
 //! Prints a Markdown table for `docs/benchmarks.md`, with the CPU time the three
 //! servers together and the clients spent per write: when both cores are busy, that
 //! decides the throughput, and it varies less than wall-clock figures on a busy host;
-//! and how long the disk took to `fdatasync` a small write before and after the runs.
+//! the share of the CPU the hypervisor took during the row (stolen time) and the
+//! slowest `fdatasync` of a small write that a probe timed every 50 ms meanwhile: a
+//! shared host's CPU and disk slow or stall every system on it now and then, so the
+//! ratios are given once over every round and once over the rounds in which neither
+//! row was disturbed so; and how long the disk took to `fdatasync` a small write
+//! before and after the runs. `FLEET_BENCH_TIMELINE=DIR` also writes every row's
+//! writes in the order sent (`DIR/round<R>-<system>-<clients>.csv`: when each was
+//! sent and how long it took), the probe's samples (`…-disk.csv`: each `fdatasync`'s
+//! time and the host's stolen CPU ticks so far), and each round's `fleetd` logs
+//! (`DIR/round<R>/`), for a look at when slow writes came and what the nodes and the
+//! host did then.
 
 use std::time::Duration;
 
 use anyhow::{Result, bail};
 use fleet_node::state::event_log::{EventStatus, NewEvent};
 use fleet_node::state::{Request, Response};
+use fleet_tests::disk_probe::DiskProbe;
 use fleet_tests::etcd::{self, EtcdCluster, pb};
 use fleet_tests::latency::{LatencyRun, cpu_time, fdatasync_latencies, percentile};
 use fleet_tests::{ProcessFleet, TestClient};
@@ -34,6 +45,22 @@ const SYSTEMS: [&str; 3] = ["quic", "grpc", "etcd"];
 const NODES: [&str; 3] = ["beast", "5070", "mac"];
 /// How many `fdatasync` calls the disk is timed with, before and after the runs.
 const DISK_SAMPLES: usize = 500;
+/// The most CPU time (percent of all CPUs) the hypervisor may take during a row for
+/// the row to count as undisturbed: a second in which it takes a tenth slows every
+/// process here, Fleet's and etcd's alike, by a third or more.
+const STOLEN_QUIET_PERCENT: f64 = 2.0;
+/// How often the disk is timed during a row (one `fdatasync` of a 300-byte write).
+const DISK_PROBE_INTERVAL: Duration = Duration::from_millis(50);
+/// The slowest timed `fdatasync` a row may see to count as undisturbed: the disk of a
+/// shared host stalls now and then, for up to a second and more, and every commit of
+/// every system on it waits meanwhile; outside a stall, one takes a few ms at most.
+const DISK_STALL: Duration = Duration::from_millis(50);
+
+/// Whether neither the hypervisor (stolen CPU) nor a stalled disk slowed `run`.
+fn undisturbed(run: &LatencyRun) -> bool {
+    run.stolen_percent() <= STOLEN_QUIET_PERCENT
+        && run.slowest_disk_sync.is_none_or(|sync| sync <= DISK_STALL)
+}
 
 fn record(client: usize, i: usize) -> Request {
     Request::AppendEvent(NewEvent {
@@ -87,6 +114,21 @@ impl Cluster {
             Self::Fleet { transport, .. } => format!("fleet ({transport})"),
             Self::Etcd { .. } => "etcd 3.4".to_string(),
         }
+    }
+
+    /// Copies each Fleet node's log into `dir` as `<transport>-<node>.log` (etcd's
+    /// members log nowhere the bench keeps).
+    fn keep_logs(&self, dir: &std::path::Path) -> Result<()> {
+        if let Self::Fleet {
+            transport, fleet, ..
+        } = self
+        {
+            std::fs::create_dir_all(dir)?;
+            for node in NODES {
+                std::fs::write(dir.join(format!("{transport}-{node}.log")), fleet.log(node))?;
+            }
+        }
+        Ok(())
     }
 
     fn pids(&self) -> Vec<u32> {
@@ -200,14 +242,16 @@ fn concurrency() -> Result<Vec<usize>> {
 fn row(round: usize, system: &str, run: &LatencyRun) -> String {
     let ms = |d: Duration| format!("{:.2}", d.as_secs_f64() * 1000.0);
     format!(
-        "| {round} | {system} | {} | {} | {} | {} | {:.0} | {:.0} | {:.0} |",
+        "| {round} | {system} | {} | {} | {} | {} | {:.0} | {:.0} | {:.0} | {:.1} | {} |",
         run.clients,
         run.writes,
         ms(run.percentile(0.5)),
         ms(run.percentile(0.99)),
         run.throughput(),
         run.server_cpu_per_write_us(),
-        run.client_cpu_per_write_us()
+        run.client_cpu_per_write_us(),
+        run.stolen_percent(),
+        run.slowest_disk_sync.map_or_else(|| "-".to_string(), ms)
     )
 }
 
@@ -235,8 +279,9 @@ fn spread(mut values: Vec<f64>) -> String {
 }
 
 /// Per client count and Fleet transport, Fleet's throughput and p50 over etcd's in
-/// the same round, across the rounds.
-fn ratios(measured: &[Measured]) -> Vec<String> {
+/// the same round, across the rounds; with `only_undisturbed`, across the rounds in
+/// which both rows were [`undisturbed`].
+fn ratios(measured: &[Measured], only_undisturbed: bool) -> Vec<String> {
     let mut lines = Vec::new();
     let etcd: Vec<&Measured> = measured.iter().filter(|m| m.system == "etcd 3.4").collect();
     let fleets = measured.iter().filter(|m| m.system != "etcd 3.4");
@@ -260,6 +305,7 @@ fn ratios(measured: &[Measured]) -> Vec<String> {
                     let etcd = etcd.iter().find(|e| e.round == fleet.round)?;
                     Some((&fleet.runs[row], &etcd.runs[row]))
                 })
+                .filter(|(f, e)| !only_undisturbed || (undisturbed(f) && undisturbed(e)))
                 .collect();
             if pairs.is_empty() {
                 continue;
@@ -282,6 +328,15 @@ fn ratios(measured: &[Measured]) -> Vec<String> {
         }
     }
     lines
+}
+
+fn print_ratios(lines: Vec<String>) {
+    println!();
+    println!("| system | clients | rounds | throughput, Fleet / etcd | p50, Fleet / etcd |");
+    println!("|---|---|---|---|---|");
+    for line in lines {
+        println!("{line}");
+    }
 }
 
 fn main() -> Result<()> {
@@ -312,6 +367,10 @@ fn main() -> Result<()> {
         if with_etcd && EtcdCluster::available() {
             order.push("etcd");
         }
+        let timeline_dir = std::env::var_os("FLEET_BENCH_TIMELINE").map(std::path::PathBuf::from);
+        if let Some(dir) = &timeline_dir {
+            std::fs::create_dir_all(dir)?;
+        }
         let disk_before = fdatasync_latencies(DISK_SAMPLES)?;
         let mut measured = Vec::new();
         for round in 1..=rounds {
@@ -332,9 +391,24 @@ fn main() -> Result<()> {
             for clients in concurrency()? {
                 for (cluster, runs) in clusters.iter().zip(&mut runs) {
                     wait_until_quiet(&every_server).await?;
-                    let run = cluster.measure(clients, writes).await?;
+                    let probe = DiskProbe::start(DISK_PROBE_INTERVAL);
+                    let mut run = cluster.measure(clients, writes).await?;
+                    let disk = probe.finish()?;
+                    run.slowest_disk_sync = Some(disk.slowest());
                     eprintln!("{}", row(round, &cluster.name(), &run));
+                    if let Some(dir) = &timeline_dir {
+                        let name = cluster.name().replace([' ', '(', ')'], "");
+                        let stem = format!("round{round}-{name}-{clients}");
+                        std::fs::write(dir.join(format!("{stem}.csv")), run.timeline_csv())?;
+                        let disk = disk.csv(run.started_at);
+                        std::fs::write(dir.join(format!("{stem}-disk.csv")), disk)?;
+                    }
                     runs.push(run);
+                }
+            }
+            if let Some(dir) = &timeline_dir {
+                for cluster in &clusters {
+                    cluster.keep_logs(&dir.join(format!("round{round}")))?;
                 }
             }
             for (cluster, runs) in clusters.iter().zip(runs) {
@@ -342,9 +416,9 @@ fn main() -> Result<()> {
             }
         }
         println!(
-            "| round | system | clients | writes | p50 ms | p99 ms | writes/s | server CPU µs/write | client CPU µs/write |"
+            "| round | system | clients | writes | p50 ms | p99 ms | writes/s | server CPU µs/write | client CPU µs/write | CPU stolen % | slowest disk sync ms |"
         );
-        println!("|---|---|---|---|---|---|---|---|---|");
+        println!("|---|---|---|---|---|---|---|---|---|---|---|");
         for m in &measured {
             for run in &m.runs {
                 println!("{}", row(m.round, &m.system, run));
@@ -360,16 +434,17 @@ fn main() -> Result<()> {
             us(&disk_after, 0.5),
             us(&disk_after, 0.9)
         );
-        let ratios = ratios(&measured);
-        if !ratios.is_empty() {
+        let every_round = ratios(&measured, false);
+        if !every_round.is_empty() {
             println!();
             println!("Fleet over etcd in the same round, median (range) over the rounds:");
+            print_ratios(every_round);
             println!();
-            println!("| system | clients | rounds | throughput, Fleet / etcd | p50, Fleet / etcd |");
-            println!("|---|---|---|---|---|");
-            for line in ratios {
-                println!("{line}");
-            }
+            println!(
+                "The same over the rounds in which neither row lost over {STOLEN_QUIET_PERCENT}% of the CPU to the hypervisor nor saw an `fdatasync` over {} ms:",
+                DISK_STALL.as_millis()
+            );
+            print_ratios(ratios(&measured, true));
         }
         Ok(())
     })

@@ -10,8 +10,10 @@
 //! - [`jitter_relay`]: `JitterRelay`, a UDP relay that delays every datagram, for
 //!   jittered latency between nodes.
 //! - [`latency`]: `LatencyRun`, concurrent clients and their latency percentiles.
+//! - [`disk_probe`]: `DiskProbe`, the disk's `fdatasync` timed alongside a run.
 
 pub mod client;
+pub mod disk_probe;
 pub mod etcd;
 pub mod jitter_relay;
 pub mod latency;

@@ -1,0 +1,123 @@
+//! `DiskProbe`: a thread that times one `fdatasync` of a small write every so often
+//! while a run goes on, and the host's stolen CPU time with each: how the disk and
+//! the host fared over the run, to set beside the run's own timeline. On a shared
+//! virtual machine the disk stalls now and then (for over a second at times): every
+//! commit of every system on it waits meanwhile.
+
+use std::os::unix::fs::FileExt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::{Result, anyhow};
+
+use crate::latency::stolen_ticks;
+
+/// One timed `fdatasync`: when it started, how long it took, and the host's stolen
+/// CPU ticks so far.
+type Sample = (SystemTime, Duration, u64);
+
+/// The probe while it runs.
+pub struct DiskProbe {
+    stop: Arc<AtomicBool>,
+    thread: JoinHandle<Result<Vec<Sample>>>,
+}
+
+impl DiskProbe {
+    /// Starts timing a 300-byte write's `fdatasync` every `interval`, in a temporary
+    /// directory beside the fleets'.
+    pub fn start(interval: Duration) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let dir = tempfile::Builder::new().prefix("fleet-disk-").tempdir()?;
+            let file = std::fs::File::create(dir.path().join("sync-probe"))?;
+            file.write_all_at(&[0; 4096], 0)?;
+            file.sync_all()?;
+            let mut samples = Vec::new();
+            while !stopped.load(Ordering::Relaxed) {
+                file.write_all_at(&[b'x'; 300], 0)?;
+                let (at, started) = (SystemTime::now(), Instant::now());
+                file.sync_data()?;
+                samples.push((at, started.elapsed(), stolen_ticks()?));
+                std::thread::sleep(interval);
+            }
+            Ok(samples)
+        });
+        Self { stop, thread }
+    }
+
+    /// Stops timing and hands over what was timed.
+    pub fn finish(self) -> Result<DiskSamples> {
+        self.stop.store(true, Ordering::Relaxed);
+        let samples = self
+            .thread
+            .join()
+            .map_err(|_| anyhow!("the disk probe panicked"))??;
+        Ok(DiskSamples(samples))
+    }
+}
+
+/// What a [`DiskProbe`] timed.
+pub struct DiskSamples(Vec<Sample>);
+
+impl DiskSamples {
+    /// The slowest `fdatasync`.
+    pub fn slowest(&self) -> Duration {
+        self.0
+            .iter()
+            .map(|(_, took, _)| *took)
+            .max()
+            .unwrap_or_default()
+    }
+
+    /// The samples as CSV, `sent_ms,fdatasync_ms,stolen_ticks`, with `sent_ms` counted
+    /// from `since` (a run's `started_at`) and the host's stolen CPU ticks so far.
+    pub fn csv(&self, since: SystemTime) -> String {
+        let mut csv = String::from("sent_ms,fdatasync_ms,stolen_ticks\n");
+        for (at, took, stolen) in &self.0 {
+            let offset = match at.duration_since(since) {
+                Ok(after) => after.as_secs_f64(),
+                Err(before) => -before.duration().as_secs_f64(),
+            };
+            csv.push_str(&format!(
+                "{:.3},{:.3},{stolen}\n",
+                offset * 1000.0,
+                took.as_secs_f64() * 1000.0
+            ));
+        }
+        csv
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_probe_times_syncs_until_it_is_finished_and_lists_each_as_csv() {
+        let since = SystemTime::now();
+        let probe = DiskProbe::start(Duration::from_millis(5));
+        std::thread::sleep(Duration::from_millis(200));
+        let samples = probe.finish().unwrap();
+
+        assert!(!samples.0.is_empty(), "no fdatasync was timed in 200 ms");
+        assert!(samples.slowest() > Duration::ZERO);
+        let csv = samples.csv(since);
+        let mut lines = csv.lines();
+        assert_eq!(lines.next(), Some("sent_ms,fdatasync_ms,stolen_ticks"));
+        let rows: Vec<Vec<f64>> = lines
+            .map(|l| l.split(',').map(|v| v.parse().unwrap()).collect())
+            .collect();
+        assert_eq!(rows.len(), samples.0.len());
+        assert!(
+            rows.iter()
+                .all(|r| r.len() == 3 && r[0] >= 0.0 && r[1] > 0.0)
+        );
+        assert!(
+            rows.windows(2)
+                .all(|w| w[0][0] < w[1][0] && w[0][2] <= w[1][2])
+        );
+    }
+}
