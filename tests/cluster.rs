@@ -11,6 +11,7 @@ use anyhow::{Context, Result, bail};
 use fleet_node::api::query::{Query, QueryAnswer};
 use fleet_node::state::event_log::{EventFilter, EventStatus, NewEvent};
 use fleet_node::state::{Request, Response};
+use fleet_proto::api as wire;
 use fleet_tests::{ProcessFleet, TestClient};
 
 const NODES: [&str; 3] = ["beast", "5070", "mac"];
@@ -57,6 +58,16 @@ async fn write_anywhere(fleet: &ProcessFleet, order: &[&str], body: &str) -> Res
         }
     }
     Err(last.unwrap_or_else(|| anyhow::anyhow!("no node to write to")))
+}
+
+/// `node`'s own line of its status.
+async fn own_status(client: &mut TestClient, node: &str) -> Result<wire::MemberStatus> {
+    let status = client.status().await?;
+    status
+        .members
+        .into_iter()
+        .find(|m| m.name == node)
+        .with_context(|| format!("{node} is not in its own status"))
 }
 
 fn started(transport: &str) -> Result<ProcessFleet> {
@@ -229,21 +240,41 @@ async fn a_node_behind_a_purged_log_receives_a_snapshot_and_restarts_from_it(
     fleet.bootstrap("beast")?;
     fleet.wait_for_leader(None, ELECTION_BOUND)?;
     fleet.kill("mac")?;
+    // mac holds no entry that the other two did not have when it was killed.
+    let mut mac_last = 0;
+    for node in ["beast", "5070"] {
+        let own = own_status(&mut fleet.client(node).await?, node).await?;
+        mac_last = mac_last.max(own.last_log_index);
+    }
     for i in 0..120 {
         write_anywhere(&fleet, &["beast", "5070"], &format!("s{i}")).await?;
     }
     let mut beast = fleet.client("beast").await?;
-    let status = beast.status().await?;
-    let own = status
-        .members
-        .iter()
-        .find(|m| m.name == "beast")
-        .context("beast in status")?;
+    let own = own_status(&mut beast, "beast").await?;
     assert!(
         own.snapshot_index > 20,
         "no snapshot was taken: {own:?}\n{}",
         fleet.log("beast")
     );
+    // The leader purges its log after a snapshot in its own time (not while a
+    // replication still reads the entries): mac must come back only once the entries
+    // after its own are gone, or it may catch up from the log.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    for filler in 0.. {
+        let own = own_status(&mut beast, "beast").await?;
+        if own.purged_index > mac_last {
+            break;
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "beast never purged its log past index {mac_last}: {own:?}\n{}",
+                fleet.log("beast")
+            );
+        }
+        // Writes go on meanwhile, so that snapshots and purges go on as well.
+        write_anywhere(&fleet, &["beast", "5070"], &format!("filler{filler}")).await?;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     fleet.start("mac")?;
     let mut mac = fleet.client("mac").await?;
     let expected: BTreeSet<String> = (0..120).map(|i| format!("s{i}")).collect();
@@ -259,12 +290,7 @@ async fn a_node_behind_a_purged_log_receives_a_snapshot_and_restarts_from_it(
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let status = mac.status().await?;
-    let own = status
-        .members
-        .iter()
-        .find(|m| m.name == "mac")
-        .context("mac in status")?;
+    let own = own_status(&mut mac, "mac").await?;
     assert!(
         own.snapshot_index > 0,
         "mac caught up without installing a snapshot: {own:?}"
