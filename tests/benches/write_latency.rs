@@ -35,9 +35,9 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use fleet_node::state::event_log::{EventStatus, NewEvent};
 use fleet_node::state::{Request, Response};
-use fleet_tests::disk_probe::DiskProbe;
+use fleet_tests::disk_probe::{DiskProbe, fdatasync_latencies};
 use fleet_tests::etcd::{self, EtcdCluster, pb};
-use fleet_tests::latency::{LatencyRun, cpu_time, fdatasync_latencies, percentile};
+use fleet_tests::latency::{LatencyRun, cpu_time, percentile};
 use fleet_tests::{ProcessFleet, TestClient};
 
 const CONCURRENCY: [usize; 3] = [1, 16, 64];

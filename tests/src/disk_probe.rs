@@ -1,9 +1,12 @@
-//! `DiskProbe`: a thread that times one `fdatasync` of a small write every so often
-//! while a run goes on, and the host's stolen CPU time with each: how the disk and
-//! the host fared over the run, to set beside the run's own timeline. On a shared
-//! virtual machine the disk stalls now and then (for over a second at times): every
-//! commit of every system on it waits meanwhile.
+//! The disk's speed as the benches see it: [`fdatasync_latencies`], a burst of timed
+//! syncs before and after the runs, and `DiskProbe`, a thread that times one
+//! `fdatasync` of a small write every so often while a run goes on, and the host's
+//! stolen CPU time with each: how the disk and the host fared over the run, to set
+//! beside the run's own timeline. On a shared virtual machine the disk stalls now and
+//! then (for over a second at times): every commit of every system on it waits
+//! meanwhile.
 
+use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,8 +14,52 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Result, anyhow};
+use tempfile::TempDir;
 
 use crate::latency::stolen_ticks;
+
+/// The 300-byte record each timed sync follows.
+const RECORD: [u8; 300] = [b'x'; 300];
+
+/// A file, already written and synced, in a temporary directory beside the fleets'.
+struct SyncTarget {
+    _dir: TempDir,
+    file: File,
+    bytes: u64,
+}
+
+impl SyncTarget {
+    fn create(bytes: u64) -> Result<Self> {
+        let dir = tempfile::Builder::new().prefix("fleet-disk-").tempdir()?;
+        let file = File::create(dir.path().join("sync-probe"))?;
+        file.write_all_at(&vec![0; bytes as usize], 0)?;
+        file.sync_all()?;
+        Ok(Self {
+            _dir: dir,
+            file,
+            bytes,
+        })
+    }
+
+    /// Writes the record over the file's `n`th slot (within its length, so that its
+    /// size never changes) and times the `fdatasync` after it.
+    fn timed_sync(&self, n: u64) -> Result<Duration> {
+        let offset = (n * RECORD.len() as u64) % (self.bytes - RECORD.len() as u64);
+        self.file.write_all_at(&RECORD, offset)?;
+        let started = Instant::now();
+        self.file.sync_data()?;
+        Ok(started.elapsed())
+    }
+}
+
+/// How long `fdatasync` takes after a 300-byte write into a file already that long,
+/// `samples` times in a row: the disk's share of a write's latency, which on a shared
+/// host changes within minutes and decides much of what an fsync-bound system
+/// achieves.
+pub fn fdatasync_latencies(samples: usize) -> Result<Vec<Duration>> {
+    let target = SyncTarget::create(64 * 1024)?;
+    (0..samples as u64).map(|n| target.timed_sync(n)).collect()
+}
 
 /// One timed `fdatasync`: when it started, how long it took, and the host's stolen
 /// CPU ticks so far.
@@ -31,16 +78,15 @@ impl DiskProbe {
         let stop = Arc::new(AtomicBool::new(false));
         let stopped = stop.clone();
         let thread = std::thread::spawn(move || {
-            let dir = tempfile::Builder::new().prefix("fleet-disk-").tempdir()?;
-            let file = std::fs::File::create(dir.path().join("sync-probe"))?;
-            file.write_all_at(&[0; 4096], 0)?;
-            file.sync_all()?;
+            let target = SyncTarget::create(4096)?;
             let mut samples = Vec::new();
-            while !stopped.load(Ordering::Relaxed) {
-                file.write_all_at(&[b'x'; 300], 0)?;
-                let (at, started) = (SystemTime::now(), Instant::now());
-                file.sync_data()?;
-                samples.push((at, started.elapsed(), stolen_ticks()?));
+            for n in 0.. {
+                if stopped.load(Ordering::Relaxed) {
+                    break;
+                }
+                let at = SystemTime::now();
+                let took = target.timed_sync(n)?;
+                samples.push((at, took, stolen_ticks()?));
                 std::thread::sleep(interval);
             }
             Ok(samples)

@@ -161,28 +161,6 @@ impl LatencyRun {
     }
 }
 
-/// How long `fdatasync` takes after a 300-byte write into a file already that long,
-/// `samples` times, in a temporary directory beside the fleets': the disk's share of a
-/// write's latency, which on a shared host changes within minutes and decides much of
-/// what an fsync-bound system achieves.
-pub fn fdatasync_latencies(samples: usize) -> Result<Vec<Duration>> {
-    use std::os::unix::fs::FileExt;
-    const RECORD: [u8; 300] = [b'x'; 300];
-    const FILE_BYTES: u64 = 64 * 1024;
-    let dir = tempfile::Builder::new().prefix("fleet-disk-").tempdir()?;
-    let file = std::fs::File::create(dir.path().join("sync-probe"))?;
-    file.write_all_at(&[0; FILE_BYTES as usize], 0)?;
-    file.sync_all()?;
-    let mut latencies = Vec::with_capacity(samples);
-    for i in 0..samples as u64 {
-        file.write_all_at(&RECORD, (i * RECORD.len() as u64) % (FILE_BYTES - 300))?;
-        let started = Instant::now();
-        file.sync_data()?;
-        latencies.push(started.elapsed());
-    }
-    Ok(latencies)
-}
-
 /// The CPU time the hypervisor has taken from this virtual machine's CPUs since boot,
 /// in ticks of [`TICKS_PER_SEC`]: the `steal` column of `/proc/stat`.
 pub fn stolen_ticks() -> Result<u64> {

@@ -10,7 +10,8 @@
 //! - [`jitter_relay`]: `JitterRelay`, a UDP relay that delays every datagram, for
 //!   jittered latency between nodes.
 //! - [`latency`]: `LatencyRun`, concurrent clients and their latency percentiles.
-//! - [`disk_probe`]: `DiskProbe`, the disk's `fdatasync` timed alongside a run.
+//! - [`disk_probe`]: the disk's `fdatasync` timed in a burst before and after the runs
+//!   and, by `DiskProbe`, during one.
 
 pub mod client;
 pub mod disk_probe;
