@@ -6,8 +6,10 @@
 //!
 //! Run: `make bench` (or `cargo bench --workspace --bench write_latency` after `cargo
 //! build --workspace --release --bins`: an optimised build, as etcd's is). `FLEET_BENCH_WRITES` sets the writes
-//! per run (default 10000); `FLEET_BENCH_CLIENTS` (say `64`) and `FLEET_BENCH_SYSTEMS`
-//! (say `quic,etcd`; of `quic`, `grpc`, `etcd`) narrow a run down, for profiling.
+//! per run (default 10000); `FLEET_BENCH_CLIENTS` (say `64`, or counts beyond the
+//! default 1, 16 and 64, up to 1024, to see where throughput stops growing) and
+//! `FLEET_BENCH_SYSTEMS` (say `quic,etcd`; of `quic`, `grpc`, `etcd`) narrow a run
+//! down, for profiling.
 //! `FLEET_BENCH_ROUNDS` (default 1) runs the whole selection that many times and adds
 //! Fleet's throughput and p50 over etcd's in the same round, median and range over the
 //! rounds. Within a round every selected system runs at once (idle but for its
@@ -41,6 +43,8 @@ use fleet_tests::latency::{LatencyRun, cpu_time, percentile};
 use fleet_tests::{ProcessFleet, TestClient};
 
 const CONCURRENCY: [usize; 3] = [1, 16, 64];
+/// The most clients `FLEET_BENCH_CLIENTS` may ask for (each holds a connection).
+const CLIENTS_MAX: usize = 1024;
 const SYSTEMS: [&str; 3] = ["quic", "grpc", "etcd"];
 const NODES: [&str; 3] = ["beast", "5070", "mac"];
 /// How many `fdatasync` calls the disk is timed with, before and after the runs.
@@ -235,8 +239,20 @@ where
         .collect()
 }
 
+/// The client counts to measure: `FLEET_BENCH_CLIENTS`, any from 1 to
+/// [`CLIENTS_MAX`], or else [`CONCURRENCY`].
 fn concurrency() -> Result<Vec<usize>> {
-    listed("FLEET_BENCH_CLIENTS", &CONCURRENCY)
+    let Ok(list) = std::env::var("FLEET_BENCH_CLIENTS") else {
+        return Ok(CONCURRENCY.to_vec());
+    };
+    list.split(',')
+        .map(|item| match item.trim().parse::<usize>() {
+            Ok(clients) if (1..=CLIENTS_MAX).contains(&clients) => Ok(clients),
+            _ => {
+                bail!("FLEET_BENCH_CLIENTS: `{item}` is not a client count from 1 to {CLIENTS_MAX}")
+            }
+        })
+        .collect()
 }
 
 fn row(round: usize, system: &str, run: &LatencyRun) -> String {

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::net::{TcpListener, UdpSocket};
+use std::net::{TcpListener, TcpStream, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -285,8 +285,8 @@ impl ProcessFleet {
         TestClient::connect(self.dir(), node).await
     }
 
-    /// Bootstraps the fleet through `node` once it listens, and waits until a leader
-    /// has committed the fleet's settings.
+    /// Bootstraps the fleet through `node` once every running node listens, and waits
+    /// until a leader has committed the fleet's settings.
     pub fn bootstrap(&self, node: &str) -> Result<serde_json::Value> {
         self.bootstrap_with(node, &[])
     }
@@ -296,21 +296,40 @@ impl ProcessFleet {
     pub fn bootstrap_with(&self, node: &str, extra: &[&str]) -> Result<serde_json::Value> {
         let mut args = vec!["--node", node, "cluster", "init"];
         args.extend_from_slice(extra);
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            match self.fleetctl_json(&args) {
-                Err(error) if error.to_string().contains("connect") => {
-                    if Instant::now() >= deadline {
-                        return Err(error.context(format!(
-                            "{node} never listened; its fleetd log ends:\n{}",
-                            last_lines(&self.log(node), 20)
-                        )));
-                    }
-                    std::thread::sleep(Duration::from_millis(100));
+        self.await_listening(Instant::now() + Duration::from_secs(20))?;
+        self.fleetctl_json(&args)
+    }
+
+    /// Waits until every running node accepts connections on its client API port, which
+    /// `fleetd` opens last, after its Raft listener. Bootstrapping before then would
+    /// send the first vote to a node not yet listening, and the next vote comes only an
+    /// election timeout later (a minute, in tests that lengthen it).
+    fn await_listening(&self, deadline: Instant) -> Result<()> {
+        for node in self.children.keys() {
+            let address = self.api_address(node)?;
+            while TcpStream::connect(&address).is_err() {
+                if Instant::now() >= deadline {
+                    bail!(
+                        "{node} never listened on {address}; its fleetd log ends:\n{}",
+                        last_lines(&self.log(node), 20)
+                    );
                 }
-                other => return other,
+                std::thread::sleep(Duration::from_millis(50));
             }
         }
+        Ok(())
+    }
+
+    /// The address of `node`'s client API, as `DIR/fleetctl.toml` names it.
+    fn api_address(&self, node: &str) -> Result<String> {
+        let config: toml::Value =
+            toml::from_str(&fs::read_to_string(self.dir().join("fleetctl.toml"))?)?;
+        config
+            .get("endpoints")
+            .and_then(|e| e.get(node))
+            .and_then(|a| a.as_str())
+            .map(str::to_string)
+            .with_context(|| format!("no endpoint for {node} in fleetctl.toml"))
     }
 
     /// Bootstraps through `node` with the documented fleet settings but a failback hold
