@@ -17,6 +17,18 @@ use fleet_proto::api::fleet_client::FleetClient;
 use tonic::metadata::MetadataValue;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 
+/// The address (`host:port`) of `node`'s client API, as `DIR/fleetctl.toml` names it
+/// for the fleet initialised in `dir`.
+pub fn api_address(dir: &Path, node: &str) -> Result<String> {
+    let config: toml::Value = toml::from_str(&fs::read_to_string(dir.join("fleetctl.toml"))?)?;
+    config
+        .get("endpoints")
+        .and_then(|e| e.get(node))
+        .and_then(|a| a.as_str())
+        .map(str::to_string)
+        .with_context(|| format!("no endpoint for {node} in fleetctl.toml"))
+}
+
 /// A connection to one node's client API.
 #[derive(Clone)]
 pub struct TestClient {
@@ -28,19 +40,14 @@ pub struct TestClient {
 impl TestClient {
     /// Connects to `node` of the fleet initialised in `dir`.
     pub async fn connect(dir: &Path, node: &str) -> Result<Self> {
-        let config: toml::Value = toml::from_str(&fs::read_to_string(dir.join("fleetctl.toml"))?)?;
-        let address = config
-            .get("endpoints")
-            .and_then(|e| e.get(node))
-            .and_then(|a| a.as_str())
-            .with_context(|| format!("no endpoint for {node} in fleetctl.toml"))?;
+        let address = api_address(dir, node)?;
         let ca = CaCert::load(&dir.join("ca.pem"))?;
         let token = fs::read_to_string(dir.join("operator.token"))?
             .trim()
             .to_string();
         // As `fleetctl` connects.
         let connector = ApiConnector::new(Arc::new(api_client_config(&ca, None)?), node)?;
-        let channel = api_endpoint(address)?
+        let channel = api_endpoint(&address)?
             .connect_timeout(Duration::from_secs(2))
             .timeout(Duration::from_secs(10))
             .connect_with_connector_lazy(connector);
@@ -153,12 +160,7 @@ pub async fn call_with_node_cert(
     target: &str,
 ) -> Result<()> {
     use tonic::transport::Identity;
-    let config: toml::Value =
-        toml::from_str(&fs::read_to_string(fleet_dir.join("fleetctl.toml"))?)?;
-    let address = config["endpoints"][target]
-        .as_str()
-        .context("endpoint")?
-        .to_string();
+    let address = api_address(fleet_dir, target)?;
     let ca = fs::read_to_string(fleet_dir.join("ca.pem"))?;
     let identity = Identity::from_pem(
         fs::read_to_string(cert_dir.join(node).join("node.pem"))?,

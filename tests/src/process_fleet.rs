@@ -15,7 +15,7 @@ use tempfile::TempDir;
 use fleet_node::api::query::{Query, QueryAnswer};
 use fleet_node::state::NodeName;
 
-use crate::client::TestClient;
+use crate::client::{TestClient, api_address};
 
 /// The directory holding the workspace's built binaries.
 pub fn binary_dir() -> PathBuf {
@@ -306,7 +306,7 @@ impl ProcessFleet {
     /// election timeout later (a minute, in tests that lengthen it).
     fn await_listening(&self, deadline: Instant) -> Result<()> {
         for node in self.children.keys() {
-            let address = self.api_address(node)?;
+            let address = api_address(self.dir(), node)?;
             while TcpStream::connect(&address).is_err() {
                 if Instant::now() >= deadline {
                     bail!(
@@ -318,18 +318,6 @@ impl ProcessFleet {
             }
         }
         Ok(())
-    }
-
-    /// The address of `node`'s client API, as `DIR/fleetctl.toml` names it.
-    fn api_address(&self, node: &str) -> Result<String> {
-        let config: toml::Value =
-            toml::from_str(&fs::read_to_string(self.dir().join("fleetctl.toml"))?)?;
-        config
-            .get("endpoints")
-            .and_then(|e| e.get(node))
-            .and_then(|a| a.as_str())
-            .map(str::to_string)
-            .with_context(|| format!("no endpoint for {node} in fleetctl.toml"))
     }
 
     /// Bootstraps through `node` with the documented fleet settings but a failback hold
