@@ -222,19 +222,19 @@ async fn wait_until_quiet(pids: &[u32]) -> Result<()> {
     }
 }
 
-/// The values listed, comma-separated, in the environment variable `name` (each one
-/// of `all`), or all of `all` when it is not set.
-fn listed<T>(name: &str, all: &[T]) -> Result<Vec<T>>
-where
-    T: std::str::FromStr + Clone + PartialEq,
-{
-    let Ok(list) = std::env::var(name) else {
-        return Ok(all.to_vec());
+/// The systems to measure: those `FLEET_BENCH_SYSTEMS` lists, comma-separated (each
+/// one of [`SYSTEMS`]), or else all of them.
+fn systems() -> Result<Vec<String>> {
+    let Ok(list) = std::env::var("FLEET_BENCH_SYSTEMS") else {
+        return Ok(SYSTEMS.map(String::from).to_vec());
     };
     list.split(',')
-        .map(|item| match item.trim().parse::<T>() {
-            Ok(value) if all.contains(&value) => Ok(value),
-            _ => bail!("{name}: `{item}` is not one of the measured values"),
+        .map(|item| match item.trim() {
+            system if SYSTEMS.contains(&system) => Ok(system.to_string()),
+            _ => bail!(
+                "FLEET_BENCH_SYSTEMS: `{item}` is not one of {}",
+                SYSTEMS.join(", ")
+            ),
         })
         .collect()
 }
@@ -371,7 +371,7 @@ fn main() -> Result<()> {
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        let systems = listed("FLEET_BENCH_SYSTEMS", &SYSTEMS.map(String::from))?;
+        let systems = systems()?;
         let with_etcd = systems.iter().any(|s| s == "etcd");
         if with_etcd && !EtcdCluster::available() {
             eprintln!("etcd is not installed (Debian: apt-get install etcd-server); only Fleet was measured");
