@@ -73,7 +73,8 @@ pub struct DiskProbe {
 
 impl DiskProbe {
     /// Starts timing a 300-byte write's `fdatasync` every `interval`, in a temporary
-    /// directory beside the fleets'.
+    /// directory beside the fleets'. However soon it is finished, it times at least
+    /// one: on a busy disk, creating its file alone can take longer than a short run.
     pub fn start(interval: Duration) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let stopped = stop.clone();
@@ -81,12 +82,12 @@ impl DiskProbe {
             let target = SyncTarget::create(4096)?;
             let mut samples = Vec::new();
             for n in 0.. {
-                if stopped.load(Ordering::Relaxed) {
-                    break;
-                }
                 let at = SystemTime::now();
                 let took = target.timed_sync(n)?;
                 samples.push((at, took, stolen_ticks()?));
+                if stopped.load(Ordering::Relaxed) {
+                    break;
+                }
                 std::thread::sleep(interval);
             }
             Ok(samples)
@@ -148,7 +149,7 @@ mod tests {
         std::thread::sleep(Duration::from_millis(200));
         let samples = probe.finish().unwrap();
 
-        assert!(!samples.0.is_empty(), "no fdatasync was timed in 200 ms");
+        assert!(!samples.0.is_empty(), "a finished probe timed no fdatasync");
         assert!(samples.slowest() > Duration::ZERO);
         let csv = samples.csv(since);
         let mut lines = csv.lines();
@@ -165,5 +166,15 @@ mod tests {
             rows.windows(2)
                 .all(|w| w[0][0] < w[1][0] && w[0][2] <= w[1][2])
         );
+    }
+
+    #[test]
+    fn a_probe_finished_at_once_still_times_one_sync() {
+        let samples = DiskProbe::start(Duration::from_millis(5)).finish().unwrap();
+        assert!(
+            !samples.0.is_empty(),
+            "a probe finished at once timed nothing"
+        );
+        assert!(samples.slowest() > Duration::ZERO);
     }
 }

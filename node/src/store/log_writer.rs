@@ -522,8 +522,8 @@ mod tests {
 
     // The linger is long and the late append comes early in it, so that a slow machine
     // cannot make either test pass or fail by its timing.
-    const LINGER: Duration = Duration::from_millis(600);
-    const LATE: Duration = Duration::from_millis(100);
+    const LINGER: Duration = Duration::from_millis(1500);
+    const LATE: Duration = Duration::from_millis(300);
 
     #[test]
     fn an_append_that_came_during_a_round_gathers_the_appends_that_follow_it() {
