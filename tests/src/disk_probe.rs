@@ -82,12 +82,14 @@ impl DiskProbe {
             let target = SyncTarget::create(4096)?;
             let mut samples = Vec::new();
             for n in 0.. {
+                // The first sync is timed whenever the probe is stopped; no later one
+                // is timed after it was.
+                if n > 0 && stopped.load(Ordering::Relaxed) {
+                    break;
+                }
                 let at = SystemTime::now();
                 let took = target.timed_sync(n)?;
                 samples.push((at, took, stolen_ticks()?));
-                if stopped.load(Ordering::Relaxed) {
-                    break;
-                }
                 std::thread::sleep(interval);
             }
             Ok(samples)
