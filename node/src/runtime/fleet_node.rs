@@ -230,15 +230,33 @@ impl FleetNode {
             .cloned()
     }
 
-    /// A sentence on why there is no usable leader, naming the reachable voters.
+    /// A sentence on why this node has no usable leader: as a leader, how many voters
+    /// (itself included) answered it within the quorum window, against how many it
+    /// needs; otherwise, that it knows of no leader.
     pub fn quorum_problem(&self) -> String {
         let metrics = self.raft.metrics().borrow_watched().clone();
-        let voters: Vec<u64> = metrics.membership_config.membership().voter_ids().collect();
+        let voters: BTreeSet<u64> = metrics.membership_config.membership().voter_ids().collect();
+        let needed = voters.len() / 2 + 1;
+        if metrics.state == ServerState::Leader {
+            let window = Duration::from_millis(self.quorum_stale_ms);
+            let answered = metrics.heartbeat.iter().flatten().filter(|(id, acked)| {
+                **id != metrics.id
+                    && voters.contains(id)
+                    && acked.is_some_and(|at| (*at).elapsed() < window)
+            });
+            let reachable = 1 + answered.count();
+            return format!(
+                "{reachable} of {} voters reachable from {} in the last {} ms; it leads term {} but needs {needed} to commit",
+                voters.len(),
+                self.name,
+                self.quorum_stale_ms,
+                metrics.current_term
+            );
+        }
         format!(
-            "no leader is known to {} ({} voters in the fleet); fewer than {} of them can reach each other",
+            "no leader is known to {} ({} voters in the fleet); fewer than {needed} of them can reach each other",
             self.name,
             voters.len(),
-            voters.len() / 2 + 1
         )
     }
 
@@ -327,7 +345,7 @@ impl FleetNode {
             problem: if quorum {
                 String::new()
             } else {
-                self.quorum_problem()
+                format!("no quorum: {}", self.quorum_problem())
             },
         }
     }
