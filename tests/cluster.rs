@@ -9,41 +9,17 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use fleet_node::api::query::{Query, QueryAnswer};
-use fleet_node::state::event_log::{EventFilter, EventStatus, NewEvent};
+use fleet_node::state::event_log::EventFilter;
 use fleet_node::state::{Request, Response};
 use fleet_proto::api as wire;
+use fleet_tests::client::keyed_append;
 use fleet_tests::{ProcessFleet, TestClient};
 
 const NODES: [&str; 3] = ["beast", "5070", "mac"];
 const ELECTION_BOUND: Duration = Duration::from_secs(15);
 
 fn append(body: &str) -> Request {
-    Request::AppendEvent(NewEvent {
-        event_type: "test.write".into(),
-        stream: "cluster".into(),
-        room: "tests".into(),
-        to: "*".into(),
-        correlation_id: None,
-        status: EventStatus::Open,
-        body: body.into(),
-        request_id: Some(body.into()),
-    })
-}
-
-async fn bodies(
-    client: &mut TestClient,
-    linearizable: bool,
-    min_applied: u64,
-) -> Result<BTreeSet<String>> {
-    let query = Query::Events {
-        filter: EventFilter::default(),
-        since: 0,
-        limit: 1_000,
-    };
-    match client.read(&query, linearizable, min_applied).await? {
-        QueryAnswer::Events { events, .. } => Ok(events.into_iter().map(|e| e.body).collect()),
-        other => bail!("unexpected answer {other:?}"),
-    }
+    keyed_append("cluster", body)
 }
 
 /// Writes `body` through the first node in `order` that accepts it.
@@ -95,13 +71,13 @@ async fn writes_replicate_to_every_node(transport: &str) -> Result<()> {
     for node in NODES {
         let mut client = fleet.client(node).await?;
         assert_eq!(
-            bodies(&mut client, false, last_index).await?,
+            client.event_bodies(false, last_index).await?,
             expected,
             "{node} lacks writes"
         );
         // A linearizable read through a follower is forwarded to the leader.
         assert_eq!(
-            bodies(&mut client, true, 0).await?,
+            client.event_bodies(true, 0).await?,
             expected,
             "a linearizable read through {node}"
         );
@@ -160,7 +136,7 @@ async fn the_last_of_a_run_of_writes_reaches_every_follower_before_the_next_hear
     for node in NODES.iter().filter(|node| **node != leader) {
         let mut follower = fleet.client(node).await?;
         // Reads that do not wait: what the follower has applied by now.
-        while !bodies(&mut follower, false, 0).await?.is_superset(&run) {
+        while !follower.event_bodies(false, 0).await?.is_superset(&run) {
             assert!(
                 written.elapsed() < bound,
                 "{node} had not applied every write of the run {bound:?} after the last"
@@ -200,7 +176,7 @@ async fn killing_the_leader_keeps_every_acknowledged_write(transport: &str) -> R
         "writes did not resume after the election"
     );
     let mut client = fleet.client(&new_leader).await?;
-    let seen = bodies(&mut client, true, 0).await?;
+    let seen = client.event_bodies(true, 0).await?;
     let lost: Vec<_> = acknowledged.difference(&seen).collect();
     assert!(lost.is_empty(), "acknowledged writes lost: {lost:?}");
 
@@ -209,7 +185,7 @@ async fn killing_the_leader_keeps_every_acknowledged_write(transport: &str) -> R
     let mut restarted = fleet.client(&leader).await?;
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        if let Ok(seen) = bodies(&mut restarted, false, 0).await
+        if let Ok(seen) = restarted.event_bodies(false, 0).await
             && acknowledged.is_subset(&seen)
         {
             break;
@@ -280,7 +256,7 @@ async fn a_node_behind_a_purged_log_receives_a_snapshot_and_restarts_from_it(
     let expected: BTreeSet<String> = (0..120).map(|i| format!("s{i}")).collect();
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        if let Ok(seen) = bodies(&mut mac, false, 0).await
+        if let Ok(seen) = mac.event_bodies(false, 0).await
             && expected.is_subset(&seen)
         {
             break;
@@ -304,7 +280,7 @@ async fn a_node_behind_a_purged_log_receives_a_snapshot_and_restarts_from_it(
     let mut mac = fleet.client("mac").await?;
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        if let Ok(seen) = bodies(&mut mac, false, 0).await
+        if let Ok(seen) = mac.event_bodies(false, 0).await
             && expected.is_subset(&seen)
         {
             break;
@@ -370,7 +346,7 @@ async fn a_fourth_node_is_added_and_removed(transport: &str) -> Result<()> {
     let mut dell = fleet.client("dell").await?;
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        if let Ok(seen) = bodies(&mut dell, false, 0).await
+        if let Ok(seen) = dell.event_bodies(false, 0).await
             && seen.contains("with-dell")
         {
             break;
@@ -392,28 +368,7 @@ async fn a_fourth_node_is_added_and_removed(transport: &str) -> Result<()> {
     Ok(())
 }
 
-macro_rules! over_both_transports {
-    ($($test:ident),* $(,)?) => {
-        mod over_quic {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $test() -> anyhow::Result<()> {
-                    super::$test("quic").await
-                }
-            )*
-        }
-        mod over_grpc {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $test() -> anyhow::Result<()> {
-                    super::$test("grpc").await
-                }
-            )*
-        }
-    };
-}
-
-over_both_transports!(
+fleet_tests::over_both_transports!(
     writes_replicate_to_every_node,
     the_last_of_a_run_of_writes_reaches_every_follower_before_the_next_heartbeat,
     killing_the_leader_keeps_every_acknowledged_write,

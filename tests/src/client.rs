@@ -1,6 +1,7 @@
 //! `TestClient`: the client API of one node, spoken directly over gRPC with TLS and
 //! the operator token, so tests can write and read without going through a CLI.
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;
 use std::sync::Arc;
@@ -11,6 +12,7 @@ use fleet_node::api::api_connector::{ApiConnector, api_endpoint};
 use fleet_node::api::query::{Query, QueryAnswer};
 use fleet_node::api::service::API_MESSAGE_MAX_BYTES;
 use fleet_node::identity::{CaCert, api_client_config};
+use fleet_node::state::event_log::{EventFilter, EventStatus, NewEvent};
 use fleet_node::state::{Request, Response, RuleViolation};
 use fleet_proto::api as wire;
 use fleet_proto::api::fleet_client::FleetClient;
@@ -27,6 +29,22 @@ pub fn api_address(dir: &Path, node: &str) -> Result<String> {
         .and_then(|a| a.as_str())
         .map(str::to_string)
         .with_context(|| format!("no endpoint for {node} in fleetctl.toml"))
+}
+
+/// An event append on `stream` whose body is also its idempotency key: the body names
+/// the write, so the bodies a node holds are a history to check acknowledged writes
+/// against.
+pub fn keyed_append(stream: &str, body: &str) -> Request {
+    Request::AppendEvent(NewEvent {
+        event_type: "test.write".into(),
+        stream: stream.into(),
+        room: "tests".into(),
+        to: "*".into(),
+        correlation_id: None,
+        status: EventStatus::Open,
+        body: body.into(),
+        request_id: Some(body.into()),
+    })
 }
 
 /// A connection to one node's client API.
@@ -107,6 +125,24 @@ impl TestClient {
     ) -> Result<QueryAnswer> {
         self.read_with(query, linearizable, min_applied, false, 10_000)
             .await
+    }
+
+    /// The bodies of the fleet's first 1,000 events, as this node answers (see
+    /// [`TestClient::read`]).
+    pub async fn event_bodies(
+        &mut self,
+        linearizable: bool,
+        min_applied: u64,
+    ) -> Result<BTreeSet<String>> {
+        let query = Query::Events {
+            filter: EventFilter::default(),
+            since: 0,
+            limit: 1_000,
+        };
+        match self.read(&query, linearizable, min_applied).await? {
+            QueryAnswer::Events { events, .. } => Ok(events.into_iter().map(|e| e.body).collect()),
+            other => bail!("unexpected answer {other:?}"),
+        }
     }
 
     /// Reads `query` from this node's state, held by the node until the answer is

@@ -5,6 +5,9 @@
 //! # Layout
 //! - [`process_fleet`]: `ProcessFleet`, the processes and their files.
 //! - [`client`]: `TestClient`, writes and reads through the client API.
+//! - [`container_fleet`]: `ContainerFleet`, one `fleetd` per Docker container on
+//!   networks of the test's own, to cut a node off or freeze it; [`fleetd_image`] and
+//!   [`docker`] beneath it.
 //! - [`etcd`]: the part of etcd's v3 API the benchmarks drive, and `EtcdCluster`, three
 //!   etcd members on loopback.
 //! - [`jitter_relay`]: `JitterRelay`, a UDP relay that delays every datagram, for
@@ -14,8 +17,11 @@
 //!   and, by `DiskProbe`, during one.
 
 pub mod client;
+pub mod container_fleet;
 pub mod disk_probe;
+pub mod docker;
 pub mod etcd;
+pub mod fleetd_image;
 pub mod jitter_relay;
 pub mod latency;
 pub mod process_fleet;
@@ -24,3 +30,27 @@ pub mod running_fleetctl;
 pub use client::TestClient;
 pub use process_fleet::ProcessFleet;
 pub use running_fleetctl::RunningFleetctl;
+
+/// Defines, for each async test function `name(transport: &str) -> Result<()>` of the
+/// calling file, the tests `over_quic::name` and `over_grpc::name`.
+#[macro_export]
+macro_rules! over_both_transports {
+    ($($test:ident),* $(,)?) => {
+        mod over_quic {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() -> anyhow::Result<()> {
+                    super::$test("quic").await
+                }
+            )*
+        }
+        mod over_grpc {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() -> anyhow::Result<()> {
+                    super::$test("grpc").await
+                }
+            )*
+        }
+    };
+}
