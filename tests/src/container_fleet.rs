@@ -32,7 +32,9 @@ const RAFT_PORT: u16 = 7101;
 /// Where the fleet's directory is mounted in each container.
 const MOUNT: &str = "/fleet";
 
-/// One network the fleet created: its name and the first three octets of its /24.
+/// One network the fleet created: its name and the first three octets of its /24
+/// (empty until created).
+#[derive(Default)]
 struct Network {
     name: String,
     prefix: String,
@@ -73,14 +75,8 @@ impl ContainerFleet {
             dir,
             id,
             nodes: nodes.iter().map(|n| n.to_string()).collect(),
-            peers: Network {
-                name: String::new(),
-                prefix: String::new(),
-            },
-            clients: Network {
-                name: String::new(),
-                prefix: String::new(),
-            },
+            peers: Network::default(),
+            clients: Network::default(),
         };
         let init = Command::new(binary("fleetctl"))
             .arg("init")
@@ -320,21 +316,23 @@ impl Drop for ContainerFleet {
     }
 }
 
+/// The nanoseconds of the clock's current second: a cheap source of variety.
+fn clock_nanos() -> u32 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos())
+}
+
 /// A suffix no other test running now has: the process id and the clock's nanoseconds.
 fn unique_suffix() -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    format!("{:x}{:08x}", std::process::id(), nanos)
+    format!("{:x}{:08x}", std::process::id(), clock_nanos())
 }
 
 /// Creates a bridge network `name` on a free `10.<second>.x.0/24`, trying another `x`
 /// when Docker says the range is taken.
 fn create_network(name: &str, second: u8) -> Result<Network> {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::from(d.subsec_nanos()));
-    let mut third = (u64::from(std::process::id()).wrapping_mul(7919) ^ nanos) % 250;
+    let mut third =
+        (u64::from(std::process::id()).wrapping_mul(7919) ^ u64::from(clock_nanos())) % 250;
     let mut last = None;
     for _ in 0..20 {
         let prefix = format!("10.{second}.{third}");
