@@ -1,10 +1,13 @@
 //! The cluster (SPEC K1–K4) with real `fleetd` processes on loopback, each test run
 //! over QUIC and over gRPC: replication, `kill -9` of the leader without losing an
-//! acknowledged write, restart from RocksDB, snapshot install behind a purged log,
+//! acknowledged write nor committing one answered "unavailable" (which tells the
+//! caller to send it again), restart from RocksDB, snapshot install behind a purged log,
 //! adding and removing a member, and refusing a certificate of another fleet; and,
 //! over QUIC, a `kill -9` of every node once RocksDB recycles its log files.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -12,11 +15,15 @@ use fleet_node::api::query::{Query, QueryAnswer};
 use fleet_node::state::event_log::EventFilter;
 use fleet_node::state::{Request, Response};
 use fleet_proto::api as wire;
-use fleet_tests::client::keyed_append;
+use fleet_tests::client::{keyed_append, unkeyed_append};
 use fleet_tests::{ProcessFleet, TestClient};
+use tokio::task::JoinHandle;
+use tonic::Code;
 
 const NODES: [&str; 3] = ["beast", "5070", "mac"];
 const ELECTION_BOUND: Duration = Duration::from_secs(15);
+/// At most this many writes are in flight across a kill.
+const IN_FLIGHT_MAX: usize = 400;
 
 fn append(body: &str) -> Request {
     keyed_append("cluster", body)
@@ -156,8 +163,12 @@ async fn killing_the_leader_keeps_every_acknowledged_write(transport: &str) -> R
         write_anywhere(&fleet, &NODES, &body).await?;
         acknowledged.insert(body);
     }
-    fleet.kill(&leader)?;
     let survivors: Vec<&str> = NODES.iter().copied().filter(|n| *n != leader).collect();
+    // Unkeyed writes through a follower, one after another, across the kill: some are
+    // forwarded to the leader as it dies.
+    let in_flight = InFlight::start(&fleet, survivors[0]).await?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    fleet.kill(&leader)?;
     let killed_at = Instant::now();
     let new_leader = fleet.wait_for_leader(Some(&leader), ELECTION_BOUND)?;
     assert_ne!(new_leader, leader);
@@ -175,10 +186,18 @@ async fn killing_the_leader_keeps_every_acknowledged_write(transport: &str) -> R
         40,
         "writes did not resume after the election"
     );
+    let (in_flight_acknowledged, not_taken) = in_flight.stop().await?;
+    acknowledged.extend(in_flight_acknowledged);
     let mut client = fleet.client(&new_leader).await?;
     let seen = client.event_bodies(true, 0).await?;
     let lost: Vec<_> = acknowledged.difference(&seen).collect();
     assert!(lost.is_empty(), "acknowledged writes lost: {lost:?}");
+    // "Unavailable" tells a caller to send the write again: it must not have been taken.
+    let taken: Vec<_> = not_taken.intersection(&seen).collect();
+    assert!(
+        taken.is_empty(),
+        "writes answered UNAVAILABLE were committed: {taken:?}"
+    );
 
     // The killed node restarts from its own RocksDB and catches up.
     fleet.start(&leader)?;
@@ -199,6 +218,52 @@ async fn killing_the_leader_keeps_every_acknowledged_write(transport: &str) -> R
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     Ok(())
+}
+
+/// Unkeyed appends sent through one node, each after the last was answered, until
+/// stopped (or [`IN_FLIGHT_MAX`] were sent).
+struct InFlight {
+    stop: Arc<AtomicBool>,
+    writer: JoinHandle<Result<(BTreeSet<String>, BTreeSet<String>)>>,
+}
+
+impl InFlight {
+    async fn start(fleet: &ProcessFleet, node: &str) -> Result<Self> {
+        let mut client = fleet.client(node).await?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        let writer = tokio::spawn(async move {
+            let (mut acknowledged, mut not_taken) = (BTreeSet::new(), BTreeSet::new());
+            // Paced and bounded, so that all of them stay within the first 1,000 events
+            // that `TestClient::event_bodies` reads.
+            for i in 0..IN_FLIGHT_MAX {
+                if stopped.load(Ordering::Relaxed) {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                let body = format!("in-flight-{i}");
+                match client
+                    .send_write(&unkeyed_append("cluster", &body), false)
+                    .await?
+                {
+                    Ok(_) => acknowledged.insert(body),
+                    Err(status) if status.code() == Code::Unavailable => not_taken.insert(body),
+                    // Forwarded as the leader died: it may or may not have committed.
+                    Err(status) if status.code() == Code::Unknown => false,
+                    Err(status) => bail!("{body} failed with {status:?}"),
+                };
+            }
+            Ok((acknowledged, not_taken))
+        });
+        Ok(Self { stop, writer })
+    }
+
+    /// Stops the writes; gives the bodies of those acknowledged and of those answered
+    /// UNAVAILABLE.
+    async fn stop(self) -> Result<(BTreeSet<String>, BTreeSet<String>)> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.writer.await?
+    }
 }
 
 async fn a_node_behind_a_purged_log_receives_a_snapshot_and_restarts_from_it(

@@ -3,7 +3,9 @@
 //! - a leader cut off from its peers by a network partition, while clients still reach
 //!   it: the others elect a leader and go on, the cut-off node acknowledges no write
 //!   and answers no linearizable read with stale data, says it has no quorum, and
-//!   rejoins as a follower holding every acknowledged write;
+//!   rejoins as a follower holding every acknowledged write; of the writes stranded
+//!   on it, a keyed one goes on to the new leader once it steps down, and an unkeyed
+//!   one is answered "outcome unknown" rather than repeated;
 //! - a leader frozen whole (`docker pause`): the same, and when it thaws, its first
 //!   linearizable read does not answer from the past.
 //!
@@ -16,10 +18,11 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
-use fleet_node::state::{Request, Response};
+use fleet_node::state::{Request, Response, RuleViolation};
 use fleet_tests::TestClient;
-use fleet_tests::client::keyed_append;
+use fleet_tests::client::{keyed_append, unkeyed_append};
 use fleet_tests::container_fleet::ContainerFleet;
+use tokio::task::JoinHandle;
 
 const NODES: [&str; 3] = ["beast", "5070", "mac"];
 /// A safety bound for an election or a catch-up; they take well under a second.
@@ -27,8 +30,28 @@ const BOUND: Duration = Duration::from_secs(20);
 /// How many writes each phase of a test makes.
 const WRITES: usize = 10;
 
+/// The event stream the tests write to.
+const STREAM: &str = "partitions";
+
 fn append(body: &str) -> Request {
-    keyed_append("partitions", body)
+    keyed_append(STREAM, body)
+}
+
+/// A write's answer, as [`TestClient::write`] gives it.
+type Answer = Result<(Result<Response, RuleViolation>, u64)>;
+
+/// Sends `request` through `node` in the background, on a connection that waits long
+/// enough to outlast a partition; gives the answer and when it came.
+async fn send_in_background(
+    fleet: &ContainerFleet,
+    node: &str,
+    request: Request,
+) -> Result<JoinHandle<(Answer, Instant)>> {
+    let mut client = TestClient::connect_with_timeout(fleet.dir(), node, 3 * BOUND).await?;
+    Ok(tokio::spawn(async move {
+        let answer = client.write(&request, false).await;
+        (answer, Instant::now())
+    }))
 }
 
 /// Writes `body` through the first of `nodes` that acknowledges it.
@@ -156,20 +179,18 @@ async fn a_leader_cut_off_from_its_peers_acknowledges_nothing_and_rejoins_with_e
         return Ok(());
     };
     let others: Vec<&str> = NODES.iter().copied().filter(|n| *n != old).collect();
+    let mut unknown = BTreeSet::new();
 
     fleet.cut_off(&old)?;
-    // A write sent to the cut-off leader, which clients still reach: it cannot be
-    // committed while the node is alone, so it must not be acknowledged before the
-    // partition heals.
-    let mut to_old = fleet.client(&old).await?;
-    let stranded_body = "sent-to-the-cut-off-leader".to_string();
-    let stranded = {
-        let body = stranded_body.clone();
-        tokio::spawn(async move {
-            let answer = to_old.write(&append(&body), false).await;
-            (answer, Instant::now())
-        })
-    };
+    // Two writes sent to the cut-off leader, which clients still reach. Neither can
+    // commit while it is alone, so neither may be acknowledged before the partition
+    // heals. Then it steps down and drops their entries: the keyed one, whose repeat
+    // is harmless, goes on to the new leader; the unkeyed one must not be repeated
+    // blindly, so its caller learns that its outcome is unknown.
+    let keyed_body = "keyed-to-the-cut-off-leader";
+    let unkeyed_body = "unkeyed-to-the-cut-off-leader";
+    let keyed = send_in_background(&fleet, &old, append(keyed_body)).await?;
+    let unkeyed = send_in_background(&fleet, &old, unkeyed_append(STREAM, unkeyed_body)).await?;
     let new = fleet.wait_for_leader(&others, Some(&old), BOUND).await?;
     write_phase(&fleet, &others, "during", &mut acknowledged).await?;
 
@@ -195,23 +216,37 @@ async fn a_leader_cut_off_from_its_peers_acknowledges_nothing_and_rejoins_with_e
 
     let healed_at = Instant::now();
     fleet.reconnect(&old)?;
-    let (answer, answered_at) = stranded.await?;
-    let stranded_acknowledged = matches!(answer, Ok((Ok(Response::Event { .. }), _)));
-    assert!(
-        !(stranded_acknowledged && answered_at < healed_at),
-        "the cut-off {old} acknowledged a write before the partition healed"
-    );
-    if stranded_acknowledged {
-        // Acknowledged after the heal (forwarded to the new leader once the old one
-        // stepped down): it must then be kept like any other. Unacknowledged, its
-        // outcome is unknown to the client, as with any write whose call failed.
-        acknowledged.insert(stranded_body);
+    for (write, body) in [(keyed, keyed_body), (unkeyed, unkeyed_body)] {
+        let (answer, answered_at) = write.await?;
+        let acknowledged_write = matches!(answer, Ok((Ok(Response::Event { .. }), _)));
+        ensure!(
+            !(acknowledged_write && answered_at < healed_at),
+            "the cut-off {old} acknowledged {body} before the partition healed"
+        );
+        match answer {
+            Ok((Ok(Response::Event { .. }), _)) => {
+                acknowledged.insert(body.to_string());
+            }
+            Err(error) if body == unkeyed_body && error.to_string().contains("outcome unknown") => {
+                unknown.insert(body.to_string());
+            }
+            other => bail!("{body}, sent to the cut-off {old}, was answered {other:?}"),
+        }
     }
     await_caught_up(&fleet, &old, &acknowledged)
         .await
         .with_context(|| format!("after the heal, with {new} leading"))?;
     write_phase(&fleet, &NODES, "after", &mut acknowledged).await?;
-    assert_histories(&fleet, &acknowledged).await
+    assert_histories(&fleet, &acknowledged).await?;
+    // Its entry was only ever on the cut-off node, and was dropped there.
+    for node in NODES {
+        let seen = fleet.client(node).await?.event_bodies(false, 0).await?;
+        ensure!(
+            seen.is_disjoint(&unknown),
+            "{node} holds {unknown:?}, which was never on a majority"
+        );
+    }
+    Ok(())
 }
 
 async fn a_frozen_leader_is_replaced_and_answers_nothing_stale_when_it_thaws(

@@ -36,6 +36,18 @@ pub fn api_address(dir: &Path, node: &str) -> Result<String> {
 /// against.
 pub fn keyed_append(stream: &str, body: &str) -> Request {
     Request::AppendEvent(NewEvent {
+        request_id: Some(body.into()),
+        ..test_event(stream, body)
+    })
+}
+
+/// Like [`keyed_append`] without the key: each time it commits, it appends once more.
+pub fn unkeyed_append(stream: &str, body: &str) -> Request {
+    Request::AppendEvent(test_event(stream, body))
+}
+
+fn test_event(stream: &str, body: &str) -> NewEvent {
+    NewEvent {
         event_type: "test.write".into(),
         stream: stream.into(),
         room: "tests".into(),
@@ -43,8 +55,8 @@ pub fn keyed_append(stream: &str, body: &str) -> Request {
         correlation_id: None,
         status: EventStatus::Open,
         body: body.into(),
-        request_id: Some(body.into()),
-    })
+        request_id: None,
+    }
 }
 
 /// A connection to one node's client API.
@@ -56,8 +68,13 @@ pub struct TestClient {
 }
 
 impl TestClient {
-    /// Connects to `node` of the fleet initialised in `dir`.
+    /// Connects to `node` of the fleet initialised in `dir`; a call gives up after 10 s.
     pub async fn connect(dir: &Path, node: &str) -> Result<Self> {
+        Self::connect_with_timeout(dir, node, Duration::from_secs(10)).await
+    }
+
+    /// Like [`TestClient::connect`], with calls that give up after `timeout`.
+    pub async fn connect_with_timeout(dir: &Path, node: &str, timeout: Duration) -> Result<Self> {
         let address = api_address(dir, node)?;
         let ca = CaCert::load(&dir.join("ca.pem"))?;
         let token = fs::read_to_string(dir.join("operator.token"))?
@@ -67,7 +84,7 @@ impl TestClient {
         let connector = ApiConnector::new(Arc::new(api_client_config(&ca, None)?), node)?;
         let channel = api_endpoint(&address)?
             .connect_timeout(Duration::from_secs(2))
-            .timeout(Duration::from_secs(10))
+            .timeout(timeout)
             .connect_with_connector_lazy(connector);
         Ok(Self {
             client: FleetClient::new(channel)
@@ -93,17 +110,10 @@ impl TestClient {
         request: &Request,
         as_node: bool,
     ) -> Result<(Result<Response, RuleViolation>, u64)> {
-        let body = wire::WriteRequest {
-            request_json: serde_json::to_string(request)?,
-            as_node,
-            forwarded_actor_json: String::new(),
-        };
         let reply = self
-            .client
-            .write(self.request(body))
-            .await
+            .send_write(request, as_node)
+            .await?
             .map_err(|s| anyhow!("{}: {}", s.code(), s.message()))?;
-        let reply = reply.into_inner();
         let result = match reply.outcome {
             Some(wire::write_reply::Outcome::ResponseJson(json)) => {
                 Ok(serde_json::from_str(&json)?)
@@ -114,6 +124,22 @@ impl TestClient {
             None => bail!("empty write reply"),
         };
         Ok((result, reply.log_index))
+    }
+
+    /// Sends `request` like [`TestClient::write`]; gives the reply as it came, or the
+    /// status the call failed with.
+    pub async fn send_write(
+        &mut self,
+        request: &Request,
+        as_node: bool,
+    ) -> Result<Result<wire::WriteReply, tonic::Status>> {
+        let body = wire::WriteRequest {
+            request_json: serde_json::to_string(request)?,
+            as_node,
+            forwarded_actor_json: String::new(),
+        };
+        let answer = self.client.write(self.request(body)).await;
+        Ok(answer.map(tonic::Response::into_inner))
     }
 
     /// Reads `query`, waiting until this node has applied `min_applied`.

@@ -112,23 +112,52 @@ impl FleetNode {
                 leader: self.name.to_string(),
             }),
             Err(RaftError::APIError(ClientWriteError::ForwardToLeader(forward))) => {
-                match forward.leader_node {
-                    // What this node decided as leader (health, ticks) is void once it
-                    // is not the leader: a leader that was cut off and comes back must
-                    // not have its stale view committed by its successor.
-                    _ if matches!(actor, Actor::Leader(_)) => Err(ApiError::NoQuorum(format!(
-                        "{} is no longer the leader; its {} is dropped",
-                        self.name,
-                        request.name()
-                    ))),
-                    Some(leader) if leader.name != self.name.as_str() => {
-                        self.forwarder.write(&leader, actor, request).await
-                    }
-                    _ => Err(ApiError::NoQuorum(self.quorum_problem())),
-                }
+                self.forward(actor, request, forward.leader_node).await
+            }
+            // Appended here, then this node lost the lead before the entry committed:
+            // it may yet commit through the new leader. Only a request whose repeat
+            // is harmless may be sent on; for any other the caller must find out.
+            Err(RaftError::APIError(ClientWriteError::LogEntryDiscarded(forward)))
+                if request.is_idempotent() || matches!(actor, Actor::Leader(_)) =>
+            {
+                self.forward(actor, request, forward.leader_node).await
+            }
+            Err(RaftError::APIError(ClientWriteError::LogEntryDiscarded(forward))) => {
+                Err(ApiError::OutcomeUnknown(format!(
+                    "{} lost the lead to {} before its {} committed, and it may still \
+                     commit; read the fleet's state before sending it again",
+                    self.name,
+                    forward
+                        .leader_node
+                        .map_or_else(|| "another node".into(), |p| p.name),
+                    request.name()
+                )))
             }
             Err(RaftError::APIError(other)) => Err(ApiError::Internal(other.to_string())),
             Err(RaftError::Fatal(fatal)) => Err(ApiError::Internal(fatal.to_string())),
+        }
+    }
+
+    /// Sends `request`, refused here because this node does not lead, to `leader`.
+    async fn forward(
+        &self,
+        actor: &Actor,
+        request: &Request,
+        leader: Option<Peer>,
+    ) -> Result<Committed, ApiError> {
+        match leader {
+            // What this node decided as leader (health, ticks) is void once it is not
+            // the leader: a leader that was cut off and comes back must not have its
+            // stale view committed by its successor.
+            _ if matches!(actor, Actor::Leader(_)) => Err(ApiError::NoQuorum(format!(
+                "{} is no longer the leader; its {} is dropped",
+                self.name,
+                request.name()
+            ))),
+            Some(leader) if leader.name != self.name.as_str() => {
+                self.forwarder.write(&leader, actor, request).await
+            }
+            _ => Err(ApiError::NoQuorum(self.quorum_problem())),
         }
     }
 
@@ -485,6 +514,16 @@ impl FleetNode {
                     .map_or_else(|| "unknown".into(), |p| p.name),
                 reason: "membership changes are made on the leader; send them there".into(),
             },
+            RaftError::APIError(ClientWriteError::LogEntryDiscarded(forward)) => {
+                ApiError::OutcomeUnknown(format!(
+                    "{} lost the lead before the membership change committed; see \
+                     `fleetctl status` on {} before trying again",
+                    self.name,
+                    forward
+                        .leader_node
+                        .map_or_else(|| "the new leader".into(), |p| p.name)
+                ))
+            }
             other => ApiError::Internal(other.to_string()),
         }
     }

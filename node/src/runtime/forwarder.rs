@@ -13,7 +13,7 @@ use tonic::transport::Channel;
 
 use super::fleet_node::Committed;
 use crate::api::api_connector::{ApiConnector, api_endpoint};
-use crate::api::error::ApiError;
+use crate::api::error::{ApiError, never_connected};
 use crate::api::query::{Query, QueryAnswer};
 use crate::api::service::API_MESSAGE_MAX_BYTES;
 use crate::raft::Peer;
@@ -51,7 +51,9 @@ impl Forwarder {
             .map_err(|e| forward_error(e.to_string()))?;
         let channel = api_endpoint(&leader.api_addr)
             .map_err(|e| forward_error(e.to_string()))?
-            .connect_timeout(self.timeout)
+            // Shorter than a call's timeout, so that a leader that cannot be reached is
+            // told from one that took the call and did not answer.
+            .connect_timeout(self.timeout / 2)
             .timeout(self.timeout)
             .connect_with_connector_lazy(connector);
         channels.insert(key, channel.clone());
@@ -75,18 +77,51 @@ impl Forwarder {
             as_node: false,
             forwarded_actor_json: to_json(actor)?,
         });
-        let reply = tokio::time::timeout(self.timeout, call)
-            .await
-            .map_err(|_| forward_error(format!("no answer within {:?}", self.timeout)))?
-            .map_err(|status| forward_error(status.message().to_string()))?
-            .into_inner();
+        // Once the call may have reached the leader, only a harmless repeat may be
+        // reported as not taken: `fleetctl` sends those again.
+        let unknown = |cause: String| {
+            ApiError::OutcomeUnknown(format!(
+                "the forwarded {} may have reached the leader {} and committed ({cause}); \
+                 read the fleet's state before sending it again",
+                request.name(),
+                leader.name
+            ))
+        };
+        let reply = match tokio::time::timeout(self.timeout, call).await {
+            Ok(Ok(reply)) => reply.into_inner(),
+            Ok(Err(status)) => {
+                return Err(match ApiError::relayed(&status, &leader.name) {
+                    Some(answer) => answer,
+                    None if request.is_idempotent() || never_connected(&status) => {
+                        forward_error(status.message().to_string())
+                    }
+                    None => unknown(format!("the call broke: {}", status.message())),
+                });
+            }
+            Err(_) if request.is_idempotent() => {
+                return Err(forward_error(format!(
+                    "no answer within {:?}",
+                    self.timeout
+                )));
+            }
+            Err(_) => return Err(unknown(format!("no answer within {:?}", self.timeout))),
+        };
+        // The leader answered: the write was committed, so a reply that cannot be read
+        // is a fault, not a reason to send it again.
+        let undecodable = |what: String| {
+            ApiError::Internal(format!(
+                "the leader {} committed the forwarded {}, but its reply {what}",
+                leader.name,
+                request.name()
+            ))
+        };
         let result = match reply.outcome {
             Some(wire::write_reply::Outcome::ResponseJson(json)) => Ok(serde_json::from_str(&json)
-                .map_err(|e| forward_error(format!("undecodable reply: {e}")))?),
+                .map_err(|e| undecodable(format!("cannot be decoded: {e}")))?),
             Some(wire::write_reply::Outcome::Refusal(refusal)) => {
                 Err(refusal_to_violation(refusal))
             }
-            None => return Err(forward_error("empty reply".into())),
+            None => return Err(undecodable("is empty".into())),
         };
         Ok(Committed {
             result,

@@ -190,4 +190,20 @@ impl Request {
             Self::RecordDrill(_) => "record a drill",
         }
     }
+
+    /// Whether committing this request twice has the effect of committing it once:
+    /// it carries an idempotency key the state answers a repeat by, or it names its
+    /// content by hash, or it changes nothing. Such a request may be sent again when
+    /// whether it committed is unknown.
+    pub fn is_idempotent(&self) -> bool {
+        match self {
+            Self::OpenDeliberation(_)
+            | Self::Submit { .. }
+            | Self::SendMessage { .. }
+            | Self::PutArtifact { .. }
+            | Self::Probe => true,
+            Self::AppendEvent(event) => event.request_id.is_some(),
+            _ => false,
+        }
+    }
 }
