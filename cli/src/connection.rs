@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 use fleet_node::api::api_connector::{ApiConnector, api_endpoint};
-use fleet_node::api::error::{answered_by_node, never_connected};
+use fleet_node::api::error::delivery_unknown;
 use fleet_node::api::query::{Query, QueryAnswer};
 use fleet_node::api::service::API_MESSAGE_MAX_BYTES;
 use fleet_node::identity::{CaCert, api_client_config};
@@ -205,25 +205,18 @@ impl Connection {
                 };
                 match client.write(self.request(body)).await {
                     Ok(reply) => return decode_write(reply.into_inner()),
-                    // What the node answered, or a call that never reached it, or a
-                    // write that is harmless to repeat: sent again when unavailable.
-                    Err(status)
-                        if answered_by_node(&status)
-                            || never_connected(&status)
-                            || request.is_idempotent() =>
-                    {
-                        if status.code() != Code::Unavailable {
-                            bail!("{node}: {}", describe(&status));
-                        }
-                        problems.push(format!("{node}: {}", describe(&status)));
-                    }
-                    Err(status) => bail!(
+                    // It may have reached the node: sent again only if that is harmless.
+                    Err(status) if delivery_unknown(&status) && !request.is_idempotent() => bail!(
                         "{node}: outcome unknown: the call broke once it reached the node ({}), \
                          so the {} may have committed; read the fleet's state before sending \
                          it again",
                         describe(&status),
                         request.name()
                     ),
+                    Err(status) if status.code() == Code::Unavailable => {
+                        problems.push(format!("{node}: {}", describe(&status)));
+                    }
+                    Err(status) => bail!("{node}: {}", describe(&status)),
                 }
             }
             if std::time::Instant::now() > deadline {

@@ -62,7 +62,7 @@ impl From<ApiError> for Status {
 /// Whether the call that failed with `status` failed before it was connected to the
 /// node it called, so that its request was never sent: the connector failed (refused,
 /// unreachable, a TLS handshake), or did not connect in time.
-pub fn never_connected(status: &Status) -> bool {
+fn never_connected(status: &Status) -> bool {
     let mut cause: Option<&(dyn Error + 'static)> = status.source();
     while let Some(error) = cause {
         let timed_out_connecting = error
@@ -78,8 +78,16 @@ pub fn never_connected(status: &Status) -> bool {
 
 /// Whether a node answered the call that failed with `status` (rather than the call
 /// failing on the way).
-pub fn answered_by_node(status: &Status) -> bool {
+fn answered_by_node(status: &Status) -> bool {
     status.metadata().contains_key(ANSWERED_BY_NODE)
+}
+
+/// Whether the request of a call that failed with `status` may have reached the node
+/// all the same: no node answered, and the call failed once it was connected (it
+/// broke, or no answer came in time). A write sent so is sent again only when its
+/// repeat is harmless.
+pub fn delivery_unknown(status: &Status) -> bool {
+    !answered_by_node(status) && !never_connected(status)
 }
 
 impl ApiError {

@@ -13,7 +13,7 @@ use tonic::transport::Channel;
 
 use super::fleet_node::Committed;
 use crate::api::api_connector::{ApiConnector, api_endpoint};
-use crate::api::error::{ApiError, never_connected};
+use crate::api::error::{ApiError, delivery_unknown};
 use crate::api::query::{Query, QueryAnswer};
 use crate::api::service::API_MESSAGE_MAX_BYTES;
 use crate::raft::Peer;
@@ -92,10 +92,10 @@ impl Forwarder {
             Ok(Err(status)) => {
                 return Err(match ApiError::relayed(&status, &leader.name) {
                     Some(answer) => answer,
-                    None if request.is_idempotent() || never_connected(&status) => {
-                        forward_error(status.message().to_string())
+                    None if delivery_unknown(&status) && !request.is_idempotent() => {
+                        unknown(format!("the call broke: {}", status.message()))
                     }
-                    None => unknown(format!("the call broke: {}", status.message())),
+                    None => forward_error(status.message().to_string()),
                 });
             }
             Err(_) if request.is_idempotent() => {
