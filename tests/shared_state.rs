@@ -14,14 +14,18 @@ use std::process::Output;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use fleet_node::api::error::{ANSWERED_BY_NODE, delivery_unknown};
+use fleet_node::api::service::API_MESSAGE_MAX_BYTES;
 use fleet_node::state::artifacts::sha256_hex;
 use fleet_node::state::event_log::{EventStatus, NewEvent};
 use fleet_node::state::limits::{ARTIFACT_BYTES_MAX, BODY_BYTES_MAX};
 use fleet_node::state::{Request, RuleViolation};
+use fleet_tests::client::unkeyed_append;
 use fleet_tests::process_fleet::refused;
 use fleet_tests::running_fleetctl::Finished;
 use fleet_tests::{ProcessFleet, RunningFleetctl};
 use serde_json::Value;
+use tonic::Code;
 
 const NODES: [&str; 3] = ["beast", "5070", "mac"];
 /// A generous bound for anything that takes an election or a few commits.
@@ -683,6 +687,22 @@ async fn oversized_bodies_and_artifacts_are_refused_with_the_limit_named() -> Re
             assert_eq!((field.as_str(), limit), ("artifact", ARTIFACT_BYTES_MAX));
         }
         other => bail!("an oversized artifact must be refused, got {other:?}"),
+    }
+
+    // A call past the client API's message limit is refused by the node's gRPC layer
+    // before any code of Fleet's sees it; that answer, too, says a node gave it, so a
+    // caller knows the write was not taken (rather than that its fate is unknown).
+    let mut unlimited = fleet.client("beast").await?.without_send_limit();
+    let huge = unkeyed_append("project/fleet", &"h".repeat(API_MESSAGE_MAX_BYTES));
+    match unlimited.send_write(&huge, false).await? {
+        Err(status) => {
+            assert_eq!(status.code(), Code::OutOfRange, "{status:?}");
+            assert!(
+                status.metadata().contains_key(ANSWERED_BY_NODE) && !delivery_unknown(&status),
+                "{status:?}"
+            );
+        }
+        Ok(reply) => bail!("a call past the message limit must be refused, got {reply:?}"),
     }
     Ok(())
 }

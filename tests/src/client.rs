@@ -95,6 +95,12 @@ impl TestClient {
         })
     }
 
+    /// This client, sending calls of any size: the node's own limit is what refuses them.
+    pub fn without_send_limit(mut self) -> Self {
+        self.client = self.client.max_encoding_message_size(usize::MAX);
+        self
+    }
+
     fn request<T>(&self, body: T) -> tonic::Request<T> {
         let mut request = tonic::Request::new(body);
         let value: MetadataValue<_> = format!("Bearer {}", self.token)

@@ -3,6 +3,7 @@
 use std::error::Error;
 use std::io;
 
+use tonic::codegen::http;
 use tonic::metadata::MetadataValue;
 use tonic::{Code, ConnectError, Status};
 
@@ -10,6 +11,18 @@ use tonic::{Code, ConnectError, Status};
 /// a write tells by it the leader's answer from a call that failed on the way, whose
 /// write may or may not have reached the leader.
 pub const ANSWERED_BY_NODE: &str = "fleet-answered-by-node";
+
+/// Marks `response` as answered by this node when it carries its gRPC status in its
+/// headers: a call refused at once, by this node's code (an [`ApiError`], marked
+/// already) or by tonic itself (a message over the size limit, an unknown method).
+/// The client API's server passes every answer through it.
+pub fn mark_answered<B>(mut response: http::Response<B>) -> http::Response<B> {
+    let headers = response.headers_mut();
+    if headers.contains_key("grpc-status") && !headers.contains_key(ANSWERED_BY_NODE) {
+        headers.insert(ANSWERED_BY_NODE, http::HeaderValue::from_static("1"));
+    }
+    response
+}
 
 /// A failed client call. A rule the request broke is not an error here: it is a
 /// normal reply (`Refusal`) because the command was committed and answered.

@@ -12,6 +12,7 @@ use rustls::ClientConfig;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
+use tower::util::MapResponseLayer;
 
 use super::driver::run_driver;
 use super::duty_runner::{DutySettings, run_duties};
@@ -23,6 +24,7 @@ use super::snapshot_pacer::{SnapshotPacer, run_snapshot_pacer};
 use super::succession::{SuccessionSettings, run_succession};
 use crate::api::api_connection::ApiConnection;
 use crate::api::auth::Authenticator;
+use crate::api::error::mark_answered;
 use crate::api::service::FleetApi;
 use crate::config::{NodeConfig, TransportMode};
 use crate::identity::{IdentityError, tls};
@@ -247,6 +249,7 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
     let (stop_api, stopped) = oneshot::channel::<()>();
     let api_tls = tls::api_server_config(&me, &ca).map_err(identity_error)?;
     let api = tonic::transport::Server::builder()
+        .layer(MapResponseLayer::new(mark_answered::<tonic::body::Body>))
         .add_service(FleetApi::new(node.clone(), auth).into_server())
         .add_service(GrpcRaftService::new(handler).into_server())
         .serve_with_incoming_shutdown(
