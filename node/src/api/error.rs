@@ -18,7 +18,7 @@ pub const ANSWERED_BY_NODE: &str = "fleet-answered-by-node";
 /// The client API's server passes every answer through it.
 pub fn mark_answered<B>(mut response: http::Response<B>) -> http::Response<B> {
     let headers = response.headers_mut();
-    if headers.contains_key("grpc-status") && !headers.contains_key(ANSWERED_BY_NODE) {
+    if headers.contains_key("grpc-status") {
         headers.insert(ANSWERED_BY_NODE, http::HeaderValue::from_static("1"));
     }
     response
