@@ -79,6 +79,23 @@ pub struct NotesSummary {
 pub struct ReceivedNotification {
     pub title: String,
     pub idempotency_key: String,
+    /// Whether an earlier one carried the same key: delivered again, as when the
+    /// primary that delivered it lost the lead before it recorded the delivery
+    /// (delivery is at least once; a receiver drops a repeat by its key).
+    pub repeat: bool,
+}
+
+/// The notifications in the order received, each repeat of a key marked.
+fn mark_repeats(received: impl IntoIterator<Item = (String, String)>) -> Vec<ReceivedNotification> {
+    let mut seen = BTreeSet::new();
+    received
+        .into_iter()
+        .map(|(title, idempotency_key)| ReceivedNotification {
+            repeat: !seen.insert(idempotency_key.clone()),
+            title,
+            idempotency_key,
+        })
+        .collect()
 }
 
 /// Runs the demo; the fleet is stopped when it returns.
@@ -214,15 +231,16 @@ async fn exercise(
         }
     };
 
-    let notifications = receiver
-        .received()
-        .into_iter()
-        .filter_map(|request| request.json())
-        .map(|body| ReceivedNotification {
-            title: body["title"].as_str().unwrap_or_default().to_string(),
-            idempotency_key: key_of(&body),
-        })
-        .collect();
+    let notifications = mark_repeats(
+        receiver
+            .received()
+            .into_iter()
+            .filter_map(|request| request.json())
+            .map(|body| {
+                let title = body["title"].as_str().unwrap_or_default().to_string();
+                (title, key_of(&body))
+            }),
+    );
     Ok(DemoReport {
         ok: problems.is_empty(),
         dir: dir.to_path_buf(),
@@ -274,8 +292,14 @@ pub fn print_table(report: &DemoReport) {
     for notification in &report.notifications {
         let _ = writeln!(
             text,
-            "  {}  [{}]",
-            notification.title, notification.idempotency_key
+            "  {}  [{}]{}",
+            notification.title,
+            notification.idempotency_key,
+            if notification.repeat {
+                "  (again, the same key: delivery is at least once, and a receiver keeps the first)"
+            } else {
+                ""
+            }
         );
     }
     print!("{text}");
@@ -465,4 +489,22 @@ fn key_of(body: &Value) -> String {
         .as_str()
         .unwrap_or_default()
         .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_notification_whose_key_came_before_is_marked_a_repeat() {
+        let received = [
+            ("started", "home:d-1:started"),
+            ("decided", "home:d-1:decided"),
+        ]
+        .into_iter()
+        .chain([("decided", "home:d-1:decided")])
+        .map(|(title, key)| (title.to_string(), key.to_string()));
+        let repeats: Vec<bool> = mark_repeats(received).iter().map(|n| n.repeat).collect();
+        assert_eq!(repeats, [false, false, true]);
+    }
 }
