@@ -500,9 +500,8 @@ mod tests {
         let received = [
             ("started", "home:d-1:started"),
             ("decided", "home:d-1:decided"),
+            ("decided", "home:d-1:decided"),
         ]
-        .into_iter()
-        .chain([("decided", "home:d-1:decided")])
         .map(|(title, key)| (title.to_string(), key.to_string()));
         let repeats: Vec<bool> = mark_repeats(received).iter().map(|n| n.repeat).collect();
         assert_eq!(repeats, [false, false, true]);
