@@ -73,6 +73,11 @@ fn roles_fail_over_down_their_chains_and_return_to_beast() -> Result<()> {
 /// would campaign first (its lease of 1.6 s plus 1.5–1.6 s, against 5070's 2 s plus
 /// 1.5–2 s): only the successor's fast campaign lets 5070 win, and it has a second to
 /// spare. So the first leader after Beast is 5070, one term later.
+///
+/// A follower knows it is the successor from the settings and health that it has
+/// *applied*, so Beast is killed only once every member has applied what Beast has:
+/// killed the moment Beast itself applied the fleet's settings, 5070 may not yet have
+/// heard that they committed, and then knows of no successor to stand as.
 #[test]
 fn the_successor_wins_the_first_election_after_the_leader_dies() -> Result<()> {
     let timers = |min: &str, max: &str| {
@@ -94,22 +99,36 @@ fn the_successor_wins_the_first_election_after_the_leader_dies() -> Result<()> {
     fleet.env = timers("1500", "1600");
     fleet.start("mac")?;
     fleet.bootstrap("beast")?;
-    let before = fleet.wait_for_status("beast leads, everyone healthy", BOUND, |s| {
-        s["leader"] == "beast"
-            && has_roles("beast", "beast")(s)
-            && s["members"]
-                .as_array()
-                .is_some_and(|m| m.iter().all(|m| m["healthy"] == true))
-    })?;
+    let before =
+        fleet.wait_for_status("beast leads, everyone healthy and caught up", BOUND, |s| {
+            let members = s["members"].as_array().cloned().unwrap_or_default();
+            s["leader"] == "beast"
+                && has_roles("beast", "beast")(s)
+                && members.iter().all(|m| m["healthy"] == true)
+                && members
+                    .iter()
+                    .all(|m| m["last_applied"] == members[0]["last_applied"])
+        })?;
     let term = before["term"].as_u64().unwrap_or_default();
 
     fleet.kill("beast")?;
     let after = fleet.wait_for_status("a new leader", BOUND, |s| {
         s["leader"] != "beast" && s["leader"] != ""
     })?;
-    assert_eq!(after["leader"], "5070", "{after}");
+    assert_eq!(
+        after["leader"],
+        "5070",
+        "{after}\nbefore the kill: {before}\n5070's log ends:\n{}",
+        tail(&fleet.log("5070"), 30)
+    );
     assert_eq!(after["term"].as_u64(), Some(term + 1), "{after}");
     Ok(())
+}
+
+/// The last `count` lines of `text`.
+fn tail(text: &str, count: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(count)..].join("\n")
 }
 
 #[test]
