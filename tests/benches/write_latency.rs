@@ -456,11 +456,19 @@ fn main() -> Result<()> {
             println!("Fleet over etcd in the same round, median (range) over the rounds:");
             print_ratios(every_round);
             println!();
-            println!(
-                "The same over the rounds in which neither row lost over {STOLEN_QUIET_PERCENT}% of the CPU to the hypervisor nor saw an `fdatasync` over {} ms:",
-                DISK_STALL.as_millis()
-            );
-            print_ratios(ratios(&measured, true));
+            let quiet = ratios(&measured, true);
+            if quiet.is_empty() {
+                println!(
+                    "In no round did both rows stay under {STOLEN_QUIET_PERCENT}% of the CPU lost to the hypervisor and every `fdatasync` under {} ms, so there are no quiet rounds to compare.",
+                    DISK_STALL.as_millis()
+                );
+            } else {
+                println!(
+                    "The same over the rounds in which neither row lost over {STOLEN_QUIET_PERCENT}% of the CPU to the hypervisor nor saw an `fdatasync` over {} ms:",
+                    DISK_STALL.as_millis()
+                );
+                print_ratios(quiet);
+            }
         }
         Ok(())
     })
