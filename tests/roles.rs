@@ -119,16 +119,10 @@ fn the_successor_wins_the_first_election_after_the_leader_dies() -> Result<()> {
         after["leader"],
         "5070",
         "{after}\nbefore the kill: {before}\n5070's log ends:\n{}",
-        tail(&fleet.log("5070"), 30)
+        fleet.log_tail("5070", 30)
     );
     assert_eq!(after["term"].as_u64(), Some(term + 1), "{after}");
     Ok(())
-}
-
-/// The last `count` lines of `text`.
-fn tail(text: &str, count: usize) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(count)..].join("\n")
 }
 
 #[test]

@@ -421,6 +421,11 @@ impl ProcessFleet {
     pub fn log(&self, node: &str) -> String {
         fs::read_to_string(self.dir().join(node).join("fleetd.log")).unwrap_or_default()
     }
+
+    /// The last `count` lines of `node`'s `fleetd.log`, for a failure's message.
+    pub fn log_tail(&self, node: &str, count: usize) -> String {
+        last_lines(&self.log(node), count)
+    }
 }
 
 impl Drop for ProcessFleet {
