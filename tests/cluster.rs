@@ -15,7 +15,7 @@ use fleet_node::api::query::{Query, QueryAnswer};
 use fleet_node::state::event_log::EventFilter;
 use fleet_node::state::{Request, Response};
 use fleet_proto::api as wire;
-use fleet_tests::client::{keyed_append, unkeyed_append};
+use fleet_tests::client::{WRITE_PATH, bare_api_client, keyed_append, unkeyed_append};
 use fleet_tests::{ProcessFleet, TestClient};
 use tokio::task::JoinHandle;
 use tonic::Code;
@@ -456,6 +456,42 @@ async fn a_node_of_another_fleet_is_refused() -> Result<()> {
     assert!(
         refused.is_err(),
         "a certificate of another fleet was accepted"
+    );
+    Ok(())
+}
+
+/// The write bench's load generator speaks the client API as tonic's client does: a
+/// write through it commits and reads back, and a call the node does not serve fails
+/// with the status the node answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_benchs_bare_grpc_client_writes_as_fleetctl_does() -> Result<()> {
+    let fleet = started("grpc")?;
+    let leader = fleet.wait_for_leader(None, ELECTION_BOUND)?;
+    let bare = bare_api_client(fleet.dir(), &leader).await?;
+    let request = wire::WriteRequest {
+        request_json: serde_json::to_string(&append("bare"))?,
+        as_node: false,
+        forwarded_actor_json: String::new(),
+    };
+    let reply: wire::WriteReply = bare.call(WRITE_PATH, &request).await?;
+    let Some(wire::write_reply::Outcome::ResponseJson(json)) = reply.outcome else {
+        bail!("the write answered {reply:?}");
+    };
+    assert!(
+        matches!(serde_json::from_str(&json)?, Response::Event { .. }),
+        "{json}"
+    );
+    let mut client = fleet.client(&leader).await?;
+    let bodies = client.event_bodies(false, reply.log_index).await?;
+    assert_eq!(bodies, BTreeSet::from(["bare".to_string()]));
+
+    let unserved = bare
+        .call::<wire::WriteReply>("/fleet.api.v1.Fleet/Unknown", &request)
+        .await
+        .expect_err("an unknown method was answered");
+    assert!(
+        unserved.to_string().contains("grpc-status 12"),
+        "{unserved:#}"
     );
     Ok(())
 }

@@ -9,7 +9,10 @@
 //! per run (default 10000); `FLEET_BENCH_CLIENTS` (say `64`, or counts beyond the
 //! default 1, 16 and 64, up to 1024, to see where throughput stops growing) and
 //! `FLEET_BENCH_SYSTEMS` (say `quic,etcd`; of `quic`, `grpc`, `etcd`) narrow a run
-//! down, for profiling.
+//! down, for profiling. The clients call through `BareGrpcClient` (each call made from
+//! the client's own task on its HTTP/2 connection: the load generator's CPU is taken
+//! from the same two cores as the servers'), or with `FLEET_BENCH_LOAD=tonic` through
+//! tonic's generated clients, as `fleetctl` calls; the same for every system.
 //! `FLEET_BENCH_ROUNDS` (default 1) runs the whole selection that many times and adds
 //! Fleet's throughput and p50 over etcd's in the same round, median and range over the
 //! rounds. Within a round every selected system runs at once (idle but for its
@@ -32,11 +35,16 @@
 //! (`DIR/round<R>/`), for a look at when slow writes came and what the nodes and the
 //! host did then.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
 use anyhow::{Result, bail};
 use fleet_node::state::event_log::{EventStatus, NewEvent};
 use fleet_node::state::{Request, Response};
+use fleet_proto::api as wire;
+use fleet_proto::api::write_reply::Outcome;
+use fleet_tests::client::{WRITE_PATH, bare_api_client};
 use fleet_tests::disk_probe::{DiskProbe, fdatasync_latencies};
 use fleet_tests::etcd::{self, EtcdCluster, pb};
 use fleet_tests::latency::{LatencyRun, cpu_time, percentile};
@@ -143,57 +151,111 @@ impl Cluster {
     }
 
     /// One row: `clients` clients, each with its own connection to the leader
-    /// (connected, and one write made, before the measured run), `writes` in all.
-    async fn measure(&self, clients: usize, writes: usize) -> Result<LatencyRun> {
+    /// (connected, and one write made, before the measured run), `writes` in all,
+    /// each client calling as `load` says.
+    async fn measure(&self, clients: usize, writes: usize, load: Load) -> Result<LatencyRun> {
         let servers = self.pids();
-        match self {
-            Self::Fleet { fleet, leader, .. } => {
-                LatencyRun::measure(clients, writes, &servers, |c| {
-                    let (dir, leader) = (fleet.dir().to_path_buf(), leader.clone());
-                    async move {
-                        let client = TestClient::connect(&dir, &leader).await?;
-                        let write = move |i| {
-                            let mut client = client.clone();
-                            async move {
-                                match client.write(&record(c, i), false).await? {
-                                    (Ok(Response::Event { .. }), _) => Ok(()),
-                                    (other, _) => bail!("write answered {other:?}"),
-                                }
-                            }
+        LatencyRun::measure(clients, writes, &servers, |c| async move {
+            let mut write = self.writer(c, load).await?;
+            // Connects (TLS for Fleet) and writes once outside the measured run.
+            write(usize::MAX).await?;
+            Ok(write)
+        })
+        .await
+    }
+
+    /// Client `c`'s writes to this system's leader, on a connection of its own.
+    async fn writer(&self, c: usize, load: Load) -> Result<Writer> {
+        Ok(match (self, load) {
+            (Self::Fleet { fleet, leader, .. }, Load::Bare) => {
+                let client = bare_api_client(fleet.dir(), leader).await?;
+                Box::new(move |i| {
+                    let client = client.clone();
+                    Box::pin(async move {
+                        let request = wire::WriteRequest {
+                            request_json: serde_json::to_string(&record(c, i))?,
+                            as_node: false,
+                            forwarded_actor_json: String::new(),
                         };
-                        // Connects (TLS) outside the measured run, as etcd's client does.
-                        write(usize::MAX).await?;
-                        Ok(write)
-                    }
+                        let reply: wire::WriteReply = client.call(WRITE_PATH, &request).await?;
+                        match reply.outcome {
+                            Some(Outcome::ResponseJson(json)) => match serde_json::from_str(&json)?
+                            {
+                                Response::Event { .. } => Ok(()),
+                                other => bail!("write answered {other:?}"),
+                            },
+                            other => bail!("write answered {other:?}"),
+                        }
+                    }) as Write
                 })
-                .await
             }
-            Self::Etcd { leader, .. } => {
-                LatencyRun::measure(clients, writes, &servers, |c| {
-                    let leader = leader.clone();
-                    async move {
-                        let client = pb::kv_client::KvClient::new(etcd::channel(&leader).await?);
-                        let write = move |i| {
-                            let mut client = client.clone();
-                            async move {
-                                let value = format!("client {c} write {i} {}", "x".repeat(32));
-                                client
-                                    .put(pb::PutRequest {
-                                        key: format!("bench/{c}/{i}").into_bytes(),
-                                        value: value.into_bytes(),
-                                    })
-                                    .await?;
-                                Ok(())
-                            }
-                        };
-                        // One write outside the measured run, like Fleet's client.
-                        write(usize::MAX).await?;
-                        Ok(write)
-                    }
+            (Self::Fleet { fleet, leader, .. }, Load::Tonic) => {
+                let client = TestClient::connect(fleet.dir(), leader).await?;
+                Box::new(move |i| {
+                    let mut client = client.clone();
+                    Box::pin(async move {
+                        match client.write(&record(c, i), false).await? {
+                            (Ok(Response::Event { .. }), _) => Ok(()),
+                            (other, _) => bail!("write answered {other:?}"),
+                        }
+                    }) as Write
                 })
-                .await
             }
+            (Self::Etcd { leader, .. }, Load::Bare) => {
+                let client = etcd::bare_client(leader).await?;
+                Box::new(move |i| {
+                    let client = client.clone();
+                    Box::pin(async move {
+                        let _: pb::PutResponse = client.call(etcd::PUT_PATH, &put(c, i)).await?;
+                        Ok(())
+                    }) as Write
+                })
+            }
+            (Self::Etcd { leader, .. }, Load::Tonic) => {
+                let client = pb::kv_client::KvClient::new(etcd::channel(leader).await?);
+                Box::new(move |i| {
+                    let mut client = client.clone();
+                    Box::pin(async move {
+                        client.put(put(c, i)).await?;
+                        Ok(())
+                    }) as Write
+                })
+            }
+        })
+    }
+}
+
+/// One write of a bench client, under way.
+type Write = Pin<Box<dyn Future<Output = Result<()>> + Send>>;
+/// A bench client: its write `i` (numbered from 0; `usize::MAX` before the run).
+type Writer = Box<dyn FnMut(usize) -> Write + Send>;
+
+/// How the bench's clients call the systems, the same for each: as `FLEET_BENCH_LOAD`
+/// says, `bare` (the default) or `tonic`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Load {
+    /// [`BareGrpcClient`](fleet_tests::bare_grpc::BareGrpcClient): each call made
+    /// from the client's own task on its HTTP/2 connection.
+    Bare,
+    /// tonic's generated clients over a `Channel`, as `fleetctl` calls a node.
+    Tonic,
+}
+
+impl Load {
+    fn from_env() -> Result<Self> {
+        match std::env::var("FLEET_BENCH_LOAD").as_deref() {
+            Err(_) | Ok("bare") => Ok(Self::Bare),
+            Ok("tonic") => Ok(Self::Tonic),
+            Ok(other) => bail!("FLEET_BENCH_LOAD is `{other}`: it must be `bare` or `tonic`"),
         }
+    }
+}
+
+/// etcd's write `i` of client `c`: as large as Fleet's record's body.
+fn put(c: usize, i: usize) -> pb::PutRequest {
+    pb::PutRequest {
+        key: format!("bench/{c}/{i}").into_bytes(),
+        value: format!("client {c} write {i} {}", "x".repeat(32)).into_bytes(),
     }
 }
 
@@ -372,6 +434,8 @@ fn main() -> Result<()> {
         .build()?;
     runtime.block_on(async {
         let systems = systems()?;
+        let load = Load::from_env()?;
+        eprintln!("clients call through {load:?} (FLEET_BENCH_LOAD)");
         let with_etcd = systems.iter().any(|s| s == "etcd");
         if with_etcd && !EtcdCluster::available() {
             eprintln!("etcd is not installed (Debian: apt-get install etcd-server); only Fleet was measured");
@@ -408,7 +472,7 @@ fn main() -> Result<()> {
                 for (cluster, runs) in clusters.iter().zip(&mut runs) {
                     wait_until_quiet(&every_server).await?;
                     let probe = DiskProbe::start(DISK_PROBE_INTERVAL);
-                    let mut run = cluster.measure(clients, writes).await?;
+                    let mut run = cluster.measure(clients, writes, load).await?;
                     let disk = probe.finish()?;
                     run.slowest_disk_sync = Some(disk.slowest());
                     eprintln!("{}", row(round, &cluster.name(), &run));

@@ -16,8 +16,11 @@ use fleet_node::state::event_log::{EventFilter, EventStatus, NewEvent};
 use fleet_node::state::{Request, Response, RuleViolation};
 use fleet_proto::api as wire;
 use fleet_proto::api::fleet_client::FleetClient;
+use tonic::codegen::http::Uri;
 use tonic::metadata::MetadataValue;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
+
+use crate::bare_grpc::BareGrpcClient;
 
 /// The address (`host:port`) of `node`'s client API, as `DIR/fleetctl.toml` names it
 /// for the fleet initialised in `dir`.
@@ -58,6 +61,23 @@ fn test_event(stream: &str, body: &str) -> NewEvent {
         request_id: None,
     }
 }
+
+/// A [`BareGrpcClient`] on a connection of its own to `node`'s client API (of the
+/// fleet initialised in `dir`), made as `fleetctl` makes one: TLS under the fleet CA,
+/// the operator token on every call. Its writes go to [`WRITE_PATH`].
+pub async fn bare_api_client(dir: &Path, node: &str) -> Result<BareGrpcClient> {
+    let address = api_address(dir, node)?;
+    let ca = CaCert::load(&dir.join("ca.pem"))?;
+    let token = fs::read_to_string(dir.join("operator.token"))?;
+    let mut connector = ApiConnector::new(Arc::new(api_client_config(&ca, None)?), node)?;
+    let origin = format!("http://{address}");
+    let tls = tower_service::Service::call(&mut connector, origin.parse::<Uri>()?).await?;
+    let authorization = format!("Bearer {}", token.trim());
+    BareGrpcClient::handshake(tls.into_inner(), &origin, Some(&authorization)).await
+}
+
+/// The path of the client API's `Write` method, for a [`BareGrpcClient`].
+pub const WRITE_PATH: &str = "/fleet.api.v1.Fleet/Write";
 
 /// A connection to one node's client API.
 #[derive(Clone)]

@@ -10,6 +10,7 @@ use anyhow::{Context, Result, bail};
 use tempfile::TempDir;
 use tonic::transport::{Channel, Endpoint};
 
+use crate::bare_grpc::BareGrpcClient;
 use crate::process_fleet::free_port_range;
 
 /// The generated etcd v3 types and clients (`etcdserverpb`).
@@ -144,6 +145,20 @@ impl EtcdCluster {
         bail!("etcd elected no leader within {timeout:?}")
     }
 }
+
+/// A [`BareGrpcClient`] on a plaintext connection of its own to the member at `url`
+/// (`http://host:port`), as [`channel`] connects. Its writes go to [`PUT_PATH`].
+pub async fn bare_client(url: &str) -> Result<BareGrpcClient> {
+    let address = url
+        .strip_prefix("http://")
+        .with_context(|| format!("`{url}` is not an http:// URL"))?;
+    let stream = tokio::net::TcpStream::connect(address).await?;
+    stream.set_nodelay(true)?;
+    BareGrpcClient::handshake(stream, url, None).await
+}
+
+/// The path of etcd's `KV.Put`, for a [`BareGrpcClient`].
+pub const PUT_PATH: &str = "/etcdserverpb.KV/Put";
 
 /// A connected channel to `url`.
 pub async fn channel(url: &str) -> Result<Channel> {

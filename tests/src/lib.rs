@@ -5,6 +5,8 @@
 //! # Layout
 //! - [`process_fleet`]: `ProcessFleet`, the processes and their files.
 //! - [`client`]: `TestClient`, writes and reads through the client API.
+//! - [`bare_grpc`]: `BareGrpcClient`, unary calls straight on one HTTP/2 connection,
+//!   the write bench's load generator.
 //! - [`container_fleet`]: `ContainerFleet`, one `fleetd` per Docker container on
 //!   networks of the test's own, to cut a node off or freeze it; [`fleetd_image`] and
 //!   [`docker`] beneath it.
@@ -16,6 +18,7 @@
 //! - [`disk_probe`]: the disk's `fdatasync` timed in a burst before and after the runs
 //!   and, by `DiskProbe`, during one.
 
+pub mod bare_grpc;
 pub mod client;
 pub mod container_fleet;
 pub mod disk_probe;
