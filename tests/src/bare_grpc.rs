@@ -10,11 +10,16 @@
 //! protocol is the same (headers, one length-prefixed message, the status in the
 //! trailers), and the servers cannot tell the difference.
 
+use std::time::Duration;
+
 use anyhow::{Context, Result, bail};
 use bytes::{BufMut, Bytes, BytesMut};
 use prost::Message;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tonic::codegen::http::{HeaderValue, Method, Request, Uri};
+
+/// How long a call waits for its answer before it fails.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// One HTTP/2 connection to a gRPC server, its calls made from the caller's task.
 #[derive(Clone)]
@@ -48,8 +53,19 @@ impl BareGrpcClient {
         })
     }
 
-    /// Calls the unary method `path` (`/package.Service/Method`) with `request`.
+    /// Calls the unary method `path` (`/package.Service/Method`) with `request`; gives
+    /// up after [`CALL_TIMEOUT`], as a `TestClient`'s call does.
     pub async fn call<Reply: Message + Default>(
+        &self,
+        path: &str,
+        request: &impl Message,
+    ) -> Result<Reply> {
+        tokio::time::timeout(CALL_TIMEOUT, self.exchange(path, request))
+            .await
+            .with_context(|| format!("{path} did not answer within {CALL_TIMEOUT:?}"))?
+    }
+
+    async fn exchange<Reply: Message + Default>(
         &self,
         path: &str,
         request: &impl Message,
