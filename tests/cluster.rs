@@ -15,7 +15,9 @@ use fleet_node::api::query::{Query, QueryAnswer};
 use fleet_node::state::event_log::EventFilter;
 use fleet_node::state::{Request, Response};
 use fleet_proto::api as wire;
-use fleet_tests::client::{WRITE_PATH, bare_api_client, keyed_append, unkeyed_append};
+use fleet_tests::client::{
+    WRITE_PATH, bare_api_client, keyed_append, unkeyed_append, write_outcome, write_request,
+};
 use fleet_tests::{ProcessFleet, TestClient};
 use tokio::task::JoinHandle;
 use tonic::Code;
@@ -468,21 +470,13 @@ async fn the_benchs_bare_grpc_client_writes_as_fleetctl_does() -> Result<()> {
     let fleet = started("grpc")?;
     let leader = fleet.wait_for_leader(None, ELECTION_BOUND)?;
     let bare = bare_api_client(fleet.dir(), &leader).await?;
-    let request = wire::WriteRequest {
-        request_json: serde_json::to_string(&append("bare"))?,
-        as_node: false,
-        forwarded_actor_json: String::new(),
-    };
+    let request = write_request(&append("bare"), false)?;
     let reply: wire::WriteReply = bare.call(WRITE_PATH, &request).await?;
-    let Some(wire::write_reply::Outcome::ResponseJson(json)) = reply.outcome else {
-        bail!("the write answered {reply:?}");
-    };
-    assert!(
-        matches!(serde_json::from_str(&json)?, Response::Event { .. }),
-        "{json}"
-    );
+    let log_index = reply.log_index;
+    let outcome = write_outcome(reply)?;
+    assert!(matches!(outcome, Ok(Response::Event { .. })), "{outcome:?}");
     let mut client = fleet.client(&leader).await?;
-    let bodies = client.event_bodies(false, reply.log_index).await?;
+    let bodies = client.event_bodies(false, log_index).await?;
     assert_eq!(bodies, BTreeSet::from(["bare".to_string()]));
 
     let unserved = bare

@@ -42,9 +42,7 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use fleet_node::state::event_log::{EventStatus, NewEvent};
 use fleet_node::state::{Request, Response};
-use fleet_proto::api as wire;
-use fleet_proto::api::write_reply::Outcome;
-use fleet_tests::client::{WRITE_PATH, bare_api_client};
+use fleet_tests::client::{WRITE_PATH, bare_api_client, write_outcome, write_request};
 use fleet_tests::disk_probe::{DiskProbe, fdatasync_latencies};
 use fleet_tests::etcd::{self, EtcdCluster, pb};
 use fleet_tests::latency::{LatencyRun, cpu_time, percentile};
@@ -172,18 +170,9 @@ impl Cluster {
                 Box::new(move |i| {
                     let client = client.clone();
                     Box::pin(async move {
-                        let request = wire::WriteRequest {
-                            request_json: serde_json::to_string(&record(c, i))?,
-                            as_node: false,
-                            forwarded_actor_json: String::new(),
-                        };
-                        let reply: wire::WriteReply = client.call(WRITE_PATH, &request).await?;
-                        match reply.outcome {
-                            Some(Outcome::ResponseJson(json)) => match serde_json::from_str(&json)?
-                            {
-                                Response::Event { .. } => Ok(()),
-                                other => bail!("write answered {other:?}"),
-                            },
+                        let request = write_request(&record(c, i), false)?;
+                        match write_outcome(client.call(WRITE_PATH, &request).await?)? {
+                            Ok(Response::Event { .. }) => Ok(()),
                             other => bail!("write answered {other:?}"),
                         }
                     }) as Write

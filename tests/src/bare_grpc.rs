@@ -16,6 +16,7 @@ use anyhow::{Context, Result, bail};
 use bytes::{BufMut, Bytes, BytesMut};
 use prost::Message;
 use tokio::io::{AsyncRead, AsyncWrite};
+use tonic::codegen::http::uri::PathAndQuery;
 use tonic::codegen::http::{HeaderValue, Method, Request, Uri};
 
 /// How long a call waits for its answer before it fails.
@@ -25,8 +26,8 @@ pub const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Clone)]
 pub struct BareGrpcClient {
     send: h2::client::SendRequest<Bytes>,
-    /// `http://host:port`: the scheme and authority of every call's URI.
-    origin: String,
+    /// `http://host:port`: every call's URI but its path.
+    origin: Uri,
     /// Sent as `authorization` with every call, when set.
     authorization: Option<HeaderValue>,
 }
@@ -48,7 +49,7 @@ impl BareGrpcClient {
         });
         Ok(Self {
             send,
-            origin: origin.to_string(),
+            origin: origin.parse()?,
             authorization: authorization.map(HeaderValue::from_str).transpose()?,
         })
     }
@@ -57,7 +58,7 @@ impl BareGrpcClient {
     /// up after [`CALL_TIMEOUT`], as a `TestClient`'s call does.
     pub async fn call<Reply: Message + Default>(
         &self,
-        path: &str,
+        path: &'static str,
         request: &impl Message,
     ) -> Result<Reply> {
         tokio::time::timeout(CALL_TIMEOUT, self.exchange(path, request))
@@ -65,9 +66,16 @@ impl BareGrpcClient {
             .with_context(|| format!("{path} did not answer within {CALL_TIMEOUT:?}"))?
     }
 
+    /// The URI of the method `path`, without parsing anything again.
+    fn uri(&self, path: &'static str) -> Result<Uri> {
+        let mut parts = self.origin.clone().into_parts();
+        parts.path_and_query = Some(PathAndQuery::from_static(path));
+        Ok(Uri::from_parts(parts)?)
+    }
+
     async fn exchange<Reply: Message + Default>(
         &self,
-        path: &str,
+        path: &'static str,
         request: &impl Message,
     ) -> Result<Reply> {
         let mut message = BytesMut::with_capacity(5 + request.encoded_len());
@@ -77,7 +85,7 @@ impl BareGrpcClient {
 
         let mut head = Request::builder()
             .method(Method::POST)
-            .uri(format!("{}{path}", self.origin).parse::<Uri>()?)
+            .uri(self.uri(path)?)
             .header("content-type", "application/grpc")
             .header("te", "trailers");
         if let Some(authorization) = &self.authorization {

@@ -62,22 +62,52 @@ fn test_event(stream: &str, body: &str) -> NewEvent {
     }
 }
 
+/// What a client of `node`'s API in the fleet initialised in `dir` connects with, as
+/// `fleetctl` does: the API's address, a connector under the fleet CA, and the
+/// operator token.
+fn api_access(dir: &Path, node: &str) -> Result<(String, ApiConnector, String)> {
+    let address = api_address(dir, node)?;
+    let ca = CaCert::load(&dir.join("ca.pem"))?;
+    let token = fs::read_to_string(dir.join("operator.token"))?
+        .trim()
+        .to_string();
+    let connector = ApiConnector::new(Arc::new(api_client_config(&ca, None)?), node)?;
+    Ok((address, connector, token))
+}
+
 /// A [`BareGrpcClient`] on a connection of its own to `node`'s client API (of the
 /// fleet initialised in `dir`), made as `fleetctl` makes one: TLS under the fleet CA,
 /// the operator token on every call. Its writes go to [`WRITE_PATH`].
 pub async fn bare_api_client(dir: &Path, node: &str) -> Result<BareGrpcClient> {
-    let address = api_address(dir, node)?;
-    let ca = CaCert::load(&dir.join("ca.pem"))?;
-    let token = fs::read_to_string(dir.join("operator.token"))?;
-    let mut connector = ApiConnector::new(Arc::new(api_client_config(&ca, None)?), node)?;
+    let (address, mut connector, token) = api_access(dir, node)?;
     let origin = format!("http://{address}");
     let tls = tower_service::Service::call(&mut connector, origin.parse::<Uri>()?).await?;
-    let authorization = format!("Bearer {}", token.trim());
-    BareGrpcClient::handshake(tls.into_inner(), &origin, Some(&authorization)).await
+    BareGrpcClient::handshake(tls.into_inner(), &origin, Some(&format!("Bearer {token}"))).await
 }
 
 /// The path of the client API's `Write` method, for a [`BareGrpcClient`].
 pub const WRITE_PATH: &str = "/fleet.api.v1.Fleet/Write";
+
+/// The client API's message for committing `request` as the operator (or as the node
+/// called with `as_node`).
+pub fn write_request(request: &Request, as_node: bool) -> Result<wire::WriteRequest> {
+    Ok(wire::WriteRequest {
+        request_json: serde_json::to_string(request)?,
+        as_node,
+        forwarded_actor_json: String::new(),
+    })
+}
+
+/// What a write's `reply` says: the response, or the rule the write broke.
+pub fn write_outcome(reply: wire::WriteReply) -> Result<Result<Response, RuleViolation>> {
+    Ok(match reply.outcome {
+        Some(wire::write_reply::Outcome::ResponseJson(json)) => Ok(serde_json::from_str(&json)?),
+        Some(wire::write_reply::Outcome::Refusal(refusal)) => {
+            Err(serde_json::from_str(&refusal.violation_json)?)
+        }
+        None => bail!("empty write reply"),
+    })
+}
 
 /// A connection to one node's client API.
 #[derive(Clone)]
@@ -95,13 +125,7 @@ impl TestClient {
 
     /// Like [`TestClient::connect`], with calls that give up after `timeout`.
     pub async fn connect_with_timeout(dir: &Path, node: &str, timeout: Duration) -> Result<Self> {
-        let address = api_address(dir, node)?;
-        let ca = CaCert::load(&dir.join("ca.pem"))?;
-        let token = fs::read_to_string(dir.join("operator.token"))?
-            .trim()
-            .to_string();
-        // As `fleetctl` connects.
-        let connector = ApiConnector::new(Arc::new(api_client_config(&ca, None)?), node)?;
+        let (address, connector, token) = api_access(dir, node)?;
         let channel = api_endpoint(&address)?
             .connect_timeout(Duration::from_secs(2))
             .timeout(timeout)
@@ -140,16 +164,8 @@ impl TestClient {
             .send_write(request, as_node)
             .await?
             .map_err(|s| anyhow!("{}: {}", s.code(), s.message()))?;
-        let result = match reply.outcome {
-            Some(wire::write_reply::Outcome::ResponseJson(json)) => {
-                Ok(serde_json::from_str(&json)?)
-            }
-            Some(wire::write_reply::Outcome::Refusal(refusal)) => {
-                Err(serde_json::from_str(&refusal.violation_json)?)
-            }
-            None => bail!("empty write reply"),
-        };
-        Ok((result, reply.log_index))
+        let log_index = reply.log_index;
+        Ok((write_outcome(reply)?, log_index))
     }
 
     /// Sends `request` like [`TestClient::write`]; gives the reply as it came, or the
@@ -159,11 +175,7 @@ impl TestClient {
         request: &Request,
         as_node: bool,
     ) -> Result<Result<wire::WriteReply, tonic::Status>> {
-        let body = wire::WriteRequest {
-            request_json: serde_json::to_string(request)?,
-            as_node,
-            forwarded_actor_json: String::new(),
-        };
+        let body = write_request(request, as_node)?;
         let answer = self.client.write(self.request(body)).await;
         Ok(answer.map(tonic::Response::into_inner))
     }
