@@ -5,8 +5,9 @@
 //! measured run), each writing one small record after another.
 //!
 //! Run: `make bench` (or `cargo bench --workspace --bench write_latency` after `cargo
-//! build --workspace --release --bins`: an optimised build, as etcd's is). `FLEET_BENCH_WRITES` sets the writes
-//! per run (default 10000); `FLEET_BENCH_CLIENTS` (say `64`, or counts beyond the
+//! build --workspace --release --bins`: an optimised build, as etcd's is). A row has
+//! `FLEET_BENCH_WRITES` writes (default 10000), or `FLEET_BENCH_WRITES_PER_CLIENT`
+//! from each client (default 1000) when that is more; `FLEET_BENCH_CLIENTS` (say `64`, or counts beyond the
 //! default 1, 16 and 64, up to 1024, to see where throughput stops growing) and
 //! `FLEET_BENCH_SYSTEMS` (say `quic,etcd`; of `quic`, `grpc`, `etcd`) narrow a run
 //! down, for profiling. The clients call through `BareGrpcClient` (each call made from
@@ -49,6 +50,10 @@ use fleet_tests::latency::{LatencyRun, cpu_time, percentile};
 use fleet_tests::{ProcessFleet, TestClient};
 
 const CONCURRENCY: [usize; 3] = [1, 16, 64];
+/// The fewest writes each client makes in a row (`FLEET_BENCH_WRITES_PER_CLIENT`):
+/// 10,000 writes from 64 clients take under a second on a fast host, and a second's
+/// row swings with whatever else that second held (a snapshot, a busy neighbour).
+const WRITES_PER_CLIENT: usize = 1000;
 /// The most clients `FLEET_BENCH_CLIENTS` may ask for (each holds a connection).
 const CLIENTS_MAX: usize = 1024;
 const SYSTEMS: [&str; 3] = ["quic", "grpc", "etcd"];
@@ -406,16 +411,27 @@ fn print_ratios(lines: Vec<String>) {
     }
 }
 
+/// A count from the environment variable `name`, or `default` when it is unset.
+fn env_count(name: &str, default: usize) -> Result<usize> {
+    match std::env::var(name) {
+        Err(_) => Ok(default),
+        Ok(value) => match value.trim().parse::<usize>() {
+            Ok(count) if count > 0 => Ok(count),
+            _ => bail!("{name} is `{value}`: it must be a whole number above 0"),
+        },
+    }
+}
+
+/// The writes of a row of `clients` clients: at least `writes`, and at least
+/// `writes_per_client` from each client.
+fn row_writes(clients: usize, writes: usize, writes_per_client: usize) -> usize {
+    writes.max(clients * writes_per_client)
+}
+
 fn main() -> Result<()> {
-    let writes: usize = std::env::var("FLEET_BENCH_WRITES")
-        .ok()
-        .and_then(|w| w.parse().ok())
-        .unwrap_or(10_000);
-    let rounds: usize = std::env::var("FLEET_BENCH_ROUNDS")
-        .ok()
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(1)
-        .max(1);
+    let writes = env_count("FLEET_BENCH_WRITES", 10_000)?;
+    let writes_per_client = env_count("FLEET_BENCH_WRITES_PER_CLIENT", WRITES_PER_CLIENT)?;
+    let rounds = env_count("FLEET_BENCH_ROUNDS", 1)?;
     // The clients run on two workers whatever `TOKIO_WORKER_THREADS` says.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -461,6 +477,7 @@ fn main() -> Result<()> {
                 for (cluster, runs) in clusters.iter().zip(&mut runs) {
                     wait_until_quiet(&every_server).await?;
                     let probe = DiskProbe::start(DISK_PROBE_INTERVAL);
+                    let writes = row_writes(clients, writes, writes_per_client);
                     let mut run = cluster.measure(clients, writes, load).await?;
                     let disk = probe.finish()?;
                     run.slowest_disk_sync = Some(disk.slowest());
