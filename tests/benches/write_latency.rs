@@ -7,10 +7,10 @@
 //! Run: `make bench` (or `cargo bench --workspace --bench write_latency` after `cargo
 //! build --workspace --release --bins`: an optimised build, as etcd's is). A row has
 //! `FLEET_BENCH_WRITES` writes (default 10000), or `FLEET_BENCH_WRITES_PER_CLIENT`
-//! from each client (default 1000) when that is more; `FLEET_BENCH_CLIENTS` (say `64`, or counts beyond the
-//! default 1, 16 and 64, up to 1024, to see where throughput stops growing) and
-//! `FLEET_BENCH_SYSTEMS` (say `quic,etcd`; of `quic`, `grpc`, `etcd`) narrow a run
-//! down, for profiling. The clients call through `BareGrpcClient` (each call made from
+//! from each client (default 1000) when that is more; `FLEET_BENCH_CLIENTS` (say
+//! `64`, or counts beyond the default 1, 16 and 64, up to 1024, to see where
+//! throughput stops growing) and `FLEET_BENCH_SYSTEMS` (say `quic,etcd`; of `quic`,
+//! `grpc`, `etcd`) narrow a run down, for profiling. The clients call through `BareGrpcClient` (each call made from
 //! the client's own task on its HTTP/2 connection: the load generator's CPU is taken
 //! from the same two cores as the servers'), or with `FLEET_BENCH_LOAD=tonic` through
 //! tonic's generated clients, as `fleetctl` calls; the same for every system.
@@ -425,7 +425,7 @@ fn env_count(name: &str, default: usize) -> Result<usize> {
 /// The writes of a row of `clients` clients: at least `writes`, and at least
 /// `writes_per_client` from each client.
 fn row_writes(clients: usize, writes: usize, writes_per_client: usize) -> usize {
-    writes.max(clients * writes_per_client)
+    writes.max(clients.saturating_mul(writes_per_client))
 }
 
 fn main() -> Result<()> {
@@ -474,10 +474,10 @@ fn main() -> Result<()> {
             let every_server: Vec<u32> = clusters.iter().flat_map(Cluster::pids).collect();
             let mut runs: Vec<Vec<LatencyRun>> = clusters.iter().map(|_| Vec::new()).collect();
             for clients in concurrency()? {
+                let writes = row_writes(clients, writes, writes_per_client);
                 for (cluster, runs) in clusters.iter().zip(&mut runs) {
                     wait_until_quiet(&every_server).await?;
                     let probe = DiskProbe::start(DISK_PROBE_INTERVAL);
-                    let writes = row_writes(clients, writes, writes_per_client);
                     let mut run = cluster.measure(clients, writes, load).await?;
                     let disk = probe.finish()?;
                     run.slowest_disk_sync = Some(disk.slowest());
