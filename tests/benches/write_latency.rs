@@ -10,10 +10,11 @@
 //! from each client (default 1000) when that is more; `FLEET_BENCH_CLIENTS` (say
 //! `64`, or counts beyond the default 1, 16 and 64, up to 1024, to see where
 //! throughput stops growing) and `FLEET_BENCH_SYSTEMS` (say `quic,etcd`; of `quic`,
-//! `grpc`, `etcd`) narrow a run down, for profiling. The clients call through `BareGrpcClient` (each call made from
-//! the client's own task on its HTTP/2 connection: the load generator's CPU is taken
-//! from the same two cores as the servers'), or with `FLEET_BENCH_LOAD=tonic` through
-//! tonic's generated clients, as `fleetctl` calls; the same for every system.
+//! `grpc`, `etcd`) narrow a run down, for profiling. The clients call through
+//! `BareGrpcClient` (each call made from the client's own task on its HTTP/2
+//! connection: the load generator's CPU is taken from the same two cores as the
+//! servers'), or with `FLEET_BENCH_LOAD=tonic` through tonic's generated clients, as
+//! `fleetctl` calls; the same for every system.
 //! `FLEET_BENCH_ROUNDS` (default 1) runs the whole selection that many times and adds
 //! Fleet's throughput and p50 over etcd's in the same round, median and range over the
 //! rounds. Within a round every selected system runs at once (idle but for its
@@ -42,7 +43,7 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 use fleet_node::state::event_log::{EventStatus, NewEvent};
-use fleet_node::state::{Request, Response};
+use fleet_node::state::{Request, Response, RuleViolation};
 use fleet_tests::client::{WRITE_PATH, bare_api_client, write_outcome, write_request};
 use fleet_tests::disk_probe::{DiskProbe, fdatasync_latencies};
 use fleet_tests::etcd::{self, EtcdCluster, pb};
@@ -75,6 +76,14 @@ const DISK_STALL: Duration = Duration::from_millis(50);
 fn undisturbed(run: &LatencyRun) -> bool {
     run.stolen_percent() <= STOLEN_QUIET_PERCENT
         && run.slowest_disk_sync.is_none_or(|sync| sync <= DISK_STALL)
+}
+
+/// Whether a Fleet write's `outcome` is the appended event it should be.
+fn appended(outcome: Result<Response, RuleViolation>) -> Result<()> {
+    match outcome {
+        Ok(Response::Event { .. }) => Ok(()),
+        other => bail!("write answered {other:?}"),
+    }
 }
 
 fn record(client: usize, i: usize) -> Request {
@@ -176,10 +185,7 @@ impl Cluster {
                     let client = client.clone();
                     Box::pin(async move {
                         let request = write_request(&record(c, i), false)?;
-                        match write_outcome(client.call(WRITE_PATH, &request).await?)? {
-                            Ok(Response::Event { .. }) => Ok(()),
-                            other => bail!("write answered {other:?}"),
-                        }
+                        appended(write_outcome(client.call(WRITE_PATH, &request).await?)?)
                     }) as Write
                 })
             }
@@ -187,12 +193,8 @@ impl Cluster {
                 let client = TestClient::connect(fleet.dir(), leader).await?;
                 Box::new(move |i| {
                     let mut client = client.clone();
-                    Box::pin(async move {
-                        match client.write(&record(c, i), false).await? {
-                            (Ok(Response::Event { .. }), _) => Ok(()),
-                            (other, _) => bail!("write answered {other:?}"),
-                        }
-                    }) as Write
+                    Box::pin(async move { appended(client.write(&record(c, i), false).await?.0) })
+                        as Write
                 })
             }
             (Self::Etcd { leader, .. }, Load::Bare) => {

@@ -78,9 +78,10 @@ impl BareGrpcClient {
         path: &'static str,
         request: &impl Message,
     ) -> Result<Reply> {
-        let mut message = BytesMut::with_capacity(5 + request.encoded_len());
+        let encoded_len = request.encoded_len();
+        let mut message = BytesMut::with_capacity(5 + encoded_len);
         message.put_u8(0); // not compressed
-        message.put_u32(u32::try_from(request.encoded_len())?);
+        message.put_u32(u32::try_from(encoded_len)?);
         request.encode(&mut message)?;
 
         let mut head = Request::builder()
