@@ -91,6 +91,7 @@ fn environment_overrides_nested_keys_and_numeric_names() {
         jail.set_env("FLEET_NAME", "5070");
         jail.set_env("FLEET_TRANSPORT", "grpc");
         jail.set_env("FLEET_WORKER_THREADS", "2");
+        jail.set_env("FLEET_SPIN_WINDOW_US", "0");
         // Another tool's variable with the prefix is left alone.
         jail.set_env("FLEET_CONFIG", "/somewhere/else.toml");
         let config = NodeConfig::load(&path).unwrap();
@@ -98,6 +99,7 @@ fn environment_overrides_nested_keys_and_numeric_names() {
         assert_eq!(config.name, "5070");
         assert_eq!(config.transport, TransportMode::Grpc);
         assert_eq!(config.worker_threads, 2);
+        assert_eq!(config.spin_window_us, 0);
         Ok(())
     });
 }
@@ -117,6 +119,7 @@ fn defaults_fill_every_optional_key() {
         assert_eq!(config.raft.snapshot_every_logs, 5000);
         assert_eq!(config.raft.rpc_timeout_ms, 1000);
         assert_eq!(config.worker_threads, 1);
+        assert_eq!(config.spin_window_us, 1000);
         assert_eq!(config.transport, TransportMode::Auto);
         assert_eq!(config.tls.key, jail.directory().join("node.key"));
         assert!(config.auth.agent_token.is_none());
@@ -129,11 +132,16 @@ fn defaults_fill_every_optional_key() {
 /// error must contain.
 #[test]
 fn bad_values_are_refused_with_the_key_named() {
-    let cases: [(&str, String, &str); 11] = [
+    let cases: [(&str, String, &str); 12] = [
         (
             "no worker thread",
             format!("worker_threads = 0\n{}", valid_config()),
             "worker_threads: 0 is outside 1..=64",
+        ),
+        (
+            "a spin window past its bound",
+            format!("spin_window_us = 20000\n{}", valid_config()),
+            "spin_window_us: 20000 is outside 0..=10000",
         ),
         (
             "election timeouts out of order",

@@ -62,6 +62,9 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     }
+    fleet_node::runtime::spin_window::start(std::time::Duration::from_micros(
+        config.spin_window_us,
+    ));
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(config.worker_threads)
         .enable_all()

@@ -30,12 +30,16 @@ pub const ENV_PREFIX: &str = "FLEET_";
 /// The most worker threads a node may ask for.
 pub const WORKER_THREADS_MAX: usize = 64;
 
+/// The longest spin window a node may ask for, in microseconds.
+pub const SPIN_WINDOW_US_MAX: u64 = 10_000;
+
 /// The top-level keys. Environment variables with the prefix but another first
 /// level (`FLEET_CONFIG`, say, for a launcher) are left alone rather than refused.
-const TOP_LEVEL_KEYS: [&str; 18] = [
+const TOP_LEVEL_KEYS: [&str; 19] = [
     "name",
     "pid_file",
     "worker_threads",
+    "spin_window_us",
     "fleet",
     "data_dir",
     "api_listen",
@@ -78,6 +82,12 @@ pub struct NodeConfig {
     /// either way, and the log is written by its own thread.
     #[serde(default = "default_worker_threads")]
     pub worker_threads: usize,
+    /// For how many microseconds after each write to its log a thread at idle
+    /// priority keeps one CPU busy (`runtime/spin_window.rs`), so that the write's
+    /// next hand-offs find a CPU awake; 0 turns it off. It only takes CPU time no
+    /// other thread wants, and none while the node is idle.
+    #[serde(default = "default_spin_window_us")]
+    pub spin_window_us: u64,
     /// TCP address of the gRPC-over-TLS server: clients, agents, and the Raft gRPC
     /// fallback.
     #[serde(default = "default_api_listen")]
@@ -129,6 +139,10 @@ fn default_data_dir() -> PathBuf {
 
 fn default_worker_threads() -> usize {
     1
+}
+
+fn default_spin_window_us() -> u64 {
+    1000
 }
 
 fn default_api_listen() -> SocketAddr {
@@ -196,6 +210,15 @@ impl NodeConfig {
                 format!(
                     "{} is outside 1..={WORKER_THREADS_MAX}",
                     self.worker_threads
+                ),
+            ));
+        }
+        if self.spin_window_us > SPIN_WINDOW_US_MAX {
+            return Err(ConfigError::invalid(
+                "spin_window_us",
+                format!(
+                    "{} is outside 0..={SPIN_WINDOW_US_MAX}",
+                    self.spin_window_us
                 ),
             ));
         }

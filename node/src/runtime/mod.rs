@@ -12,6 +12,8 @@
 //! - [`health`]: the leader's health monitor; leadership follows the primary.
 //! - [`snapshot_pacer`]: when this node snapshots: after `snapshot_every_logs`
 //!   entries and once the log since the last snapshot is as large as that snapshot.
+//! - [`spin_window`]: a thread at idle priority that keeps a CPU awake for a moment
+//!   after each log write, so a write's hand-offs do not wait for halted CPUs.
 //! - [`succession`]: the successor stands as soon as a silent leader's lease ends.
 //! - [`start`]: wiring a node from its config: store, Raft, transports, API server.
 
@@ -23,6 +25,7 @@ pub mod forwarder;
 pub mod health;
 pub mod message_relay;
 pub mod snapshot_pacer;
+pub mod spin_window;
 pub mod start;
 pub mod succession;
 

@@ -47,6 +47,7 @@ use super::log_store::KEY_COMMITTED;
 use super::log_tail::LogTail;
 use super::store_sizes::StoreSizes;
 use crate::raft::FleetRaft;
+use crate::runtime::spin_window;
 
 type Entry = EntryOf<FleetRaft>;
 type LogId = LogIdOf<FleetRaft>;
@@ -257,8 +258,16 @@ fn run(
     // A job that came in while the last round (which appended) wrote and synced.
     let mut arrived_meanwhile: Option<Job> = None;
     loop {
+        let under_load = arrived_meanwhile.as_ref().is_some_and(Job::is_append);
         let (round, closed) = gather(jobs, arrived_meanwhile.take(), commit, GROUP_COMMIT_LINGER);
         let appended = round.iter().any(Job::is_append);
+        // Alone, a write's next hand-offs are worth a CPU kept awake; under load the
+        // CPUs are busy anyway, and a spinning thread would only be preempted.
+        if under_load {
+            spin_window::stand_down();
+        } else if appended {
+            spin_window::touch();
+        }
         let committed = commit.take();
         if !round.is_empty() || committed.is_some() {
             run_round(db, tail, sizes, round, committed);
