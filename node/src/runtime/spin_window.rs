@@ -4,16 +4,16 @@
 //! that is awake, rather than one that halted meanwhile.
 //!
 //! A lone write passes through some seven threads of three processes. Where the CPUs
-//! halt as soon as they are idle (a virtual machine without a polling idle driver, a
-//! desktop in deep sleep states), each hand-off to a thread whose CPU halted waits for
+//! halt as soon as they are idle (measured on a virtual machine without a polling
+//! idle driver; a desktop's deep sleep states should act alike), each hand-off to a thread whose CPU halted waits for
 //! that CPU to wake, and the thread then runs from cold caches. Go's runtime, and the
 //! kernel's `haltpoll` idle driver, spin a while before they sleep for that reason;
 //! this does the same for the whole process, without delaying any of its threads.
 //!
 //! Only a write that finds the log writer idle starts a window; one that comes while
 //! the writer is busy ([`stand_down`]) ends it, since under load the CPUs are busy
-//! anyway and a spinning thread would only be preempted (measured: 64 clients lost
-//! a tenth of their throughput to it).
+//! anyway and a spinning thread would only be preempted (measured: with a window
+//! after every round, 64 clients lost a tenth of their throughput).
 //!
 //! The thread runs under `SCHED_IDLE`, so any other thread of any process that becomes
 //! runnable on its CPU preempts it at once, and the scheduler places wake-ups on its
