@@ -5,8 +5,9 @@
 //!
 //! A lone write passes through some seven threads of three processes. Where the CPUs
 //! halt as soon as they are idle (measured on a virtual machine without a polling
-//! idle driver; a desktop's deep sleep states should act alike), each hand-off to a thread whose CPU halted waits for
-//! that CPU to wake, and the thread then runs from cold caches. Go's runtime, and the
+//! idle driver; a desktop's deep sleep states should act alike), each hand-off to a
+//! thread whose CPU halted waits for that CPU to wake, and the thread then runs from
+//! cold caches. Go's runtime, and the
 //! kernel's `haltpoll` idle driver, spin a while before they sleep for that reason;
 //! this does the same for the whole process, without delaying any of its threads.
 //!
@@ -34,7 +35,8 @@ static SPIN_WINDOW: OnceLock<SpinWindow> = OnceLock::new();
 
 /// The window and the state the spinning thread shares with [`touch`].
 struct SpinWindow {
-    window: Duration,
+    /// How long a window lasts after a touch, in nanoseconds.
+    window_nanos: u64,
     /// When the process started counting, for `last_touch`.
     epoch: Instant,
     /// Nanoseconds after `epoch` of the latest touch; 0 when there is no window.
@@ -55,12 +57,7 @@ pub fn start(window: Duration) {
     if window.is_zero() || !cfg!(target_os = "linux") {
         return;
     }
-    let mut fresh = false;
-    SPIN_WINDOW.get_or_init(|| {
-        fresh = true;
-        SpinWindow::new(window)
-    });
-    if !fresh {
+    if SPIN_WINDOW.set(SpinWindow::new(window)).is_err() {
         return;
     }
     let spawned = std::thread::Builder::new()
@@ -98,7 +95,7 @@ pub fn stand_down() {
 impl SpinWindow {
     fn new(window: Duration) -> SpinWindow {
         SpinWindow {
-            window,
+            window_nanos: u64::try_from(window.as_nanos()).unwrap_or(u64::MAX),
             epoch: Instant::now(),
             last_touch: AtomicU64::new(0),
             touches: AtomicU64::new(0),
@@ -130,19 +127,18 @@ impl SpinWindow {
             .max(1)
     }
 
-    /// Whether the last touch is less than `window` nanoseconds old.
-    fn within(&self, window: u64) -> bool {
+    /// Whether the last touch is less than the window old.
+    fn within_window(&self) -> bool {
         let last = self.last_touch.load(Ordering::Relaxed);
-        last != 0 && self.nanos_since_epoch().saturating_sub(last) < window
+        last != 0 && self.nanos_since_epoch().saturating_sub(last) < self.window_nanos
     }
 
     /// Sleeps until touched, spins until the window since the last touch has passed;
     /// forever.
     fn run(&self) {
-        let window = u64::try_from(self.window.as_nanos()).unwrap_or(u64::MAX);
         loop {
             let seen = self.touches.load(Ordering::SeqCst);
-            while self.within(window) {
+            while self.within_window() {
                 std::hint::spin_loop();
             }
             self.asleep.store(true, Ordering::SeqCst);
