@@ -99,7 +99,7 @@ fn environment_overrides_nested_keys_and_numeric_names() {
         assert_eq!(config.name, "5070");
         assert_eq!(config.transport, TransportMode::Grpc);
         assert_eq!(config.worker_threads, 2);
-        assert_eq!(config.spin_window_us, 0);
+        assert_eq!(config.spin_window_us, Some(0));
         Ok(())
     });
 }
@@ -119,7 +119,7 @@ fn defaults_fill_every_optional_key() {
         assert_eq!(config.raft.snapshot_every_logs, 5000);
         assert_eq!(config.raft.rpc_timeout_ms, 1000);
         assert_eq!(config.worker_threads, 1);
-        assert_eq!(config.spin_window_us, 1000);
+        assert_eq!(config.spin_window_us, None, "unset: the host decides");
         assert_eq!(config.transport, TransportMode::Auto);
         assert_eq!(config.tls.key, jail.directory().join("node.key"));
         assert!(config.auth.agent_token.is_none());

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use fleet_node::config::NodeConfig;
+use fleet_node::runtime::spin_window;
 use tracing_subscriber::EnvFilter;
 
 /// mimalloc: a write passes through many short-lived buffers (TLS records, HTTP/2
@@ -62,9 +63,15 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     }
-    fleet_node::runtime::spin_window::start(std::time::Duration::from_micros(
-        config.spin_window_us,
-    ));
+    let idle_driver = spin_window::idle_driver();
+    let window = spin_window::window_for(config.spin_window_us, idle_driver.as_deref());
+    tracing::info!(
+        window_us = window.as_micros(),
+        configured = config.spin_window_us.is_some(),
+        idle_driver = idle_driver.as_deref().unwrap_or("unknown"),
+        "spin window"
+    );
+    spin_window::start(window);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(config.worker_threads)
         .enable_all()

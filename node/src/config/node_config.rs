@@ -85,9 +85,13 @@ pub struct NodeConfig {
     /// For how many microseconds after each write to its log a thread at idle
     /// priority keeps one CPU busy (`runtime/spin_window.rs`), so that the write's
     /// next hand-offs find a CPU awake; 0 turns it off. It only takes CPU time no
-    /// other thread wants, and none while the node is idle.
-    #[serde(default = "default_spin_window_us")]
-    pub spin_window_us: u64,
+    /// other thread wants, and none while the node is idle. Unset, the host decides:
+    /// 1000, or 0 where the kernel's `haltpoll` idle driver already polls before
+    /// halting ([`spin_window::window_for`]).
+    ///
+    /// [`spin_window::window_for`]: crate::runtime::spin_window::window_for
+    #[serde(default)]
+    pub spin_window_us: Option<u64>,
     /// TCP address of the gRPC-over-TLS server: clients, agents, and the Raft gRPC
     /// fallback.
     #[serde(default = "default_api_listen")]
@@ -139,10 +143,6 @@ fn default_data_dir() -> PathBuf {
 
 fn default_worker_threads() -> usize {
     1
-}
-
-fn default_spin_window_us() -> u64 {
-    1000
 }
 
 fn default_api_listen() -> SocketAddr {
@@ -213,13 +213,12 @@ impl NodeConfig {
                 ),
             ));
         }
-        if self.spin_window_us > SPIN_WINDOW_US_MAX {
+        if let Some(window) = self.spin_window_us
+            && window > SPIN_WINDOW_US_MAX
+        {
             return Err(ConfigError::invalid(
                 "spin_window_us",
-                format!(
-                    "{} is outside 0..={SPIN_WINDOW_US_MAX}",
-                    self.spin_window_us
-                ),
+                format!("{window} is outside 0..={SPIN_WINDOW_US_MAX}"),
             ));
         }
         check_advertise(
