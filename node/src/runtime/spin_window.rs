@@ -16,7 +16,7 @@
 //! anyway and a spinning thread would only be preempted (measured: with a window
 //! after every round, 64 clients lost a tenth of their throughput).
 //!
-//! Where the kernel's `haltpoll` idle driver runs (most KVM guests), an idle CPU polls
+//! Where the kernel's `haltpoll` idle driver runs (many KVM guests), an idle CPU polls
 //! for a while before it halts: there the window only duplicates the driver, and
 //! measured, it cost 16 and 64 clients 9–15% of their throughput against etcd's while
 //! a lone write gained a few percent. (A likely cause, not measured apart: a wake-up aimed at a
