@@ -7,9 +7,9 @@
 //! halt as soon as they are idle (measured on a virtual machine without a polling
 //! idle driver; a desktop's deep sleep states should act alike), each hand-off to a
 //! thread whose CPU halted waits for that CPU to wake, and the thread then runs from
-//! cold caches. Go's runtime, and the
-//! kernel's `haltpoll` idle driver, spin a while before they sleep for that reason;
-//! this does the same for the whole process, without delaying any of its threads.
+//! cold caches. Go's runtime, and the kernel's `haltpoll` idle driver, spin a while
+//! before they sleep for that reason; this does the same for the whole process,
+//! without delaying any of its threads.
 //!
 //! Only a write that finds the log writer idle starts a window; one that comes while
 //! the writer is busy ([`stand_down`]) ends it, since under load the CPUs are busy
@@ -19,9 +19,9 @@
 //! Where the kernel's `haltpoll` idle driver runs (many KVM guests), an idle CPU polls
 //! for a while before it halts: there the window only duplicates the driver, and
 //! measured, it cost 16 and 64 clients 9–15% of their throughput against etcd's while
-//! a lone write gained a few percent. (A likely cause, not measured apart: a wake-up aimed at a
-//! polling CPU needs no interrupt, one aimed at a CPU that runs the spinning thread
-//! does.) So an unset window follows the idle driver ([`window_for`]).
+//! a lone write gained a few percent. (A likely cause, not measured apart: a wake-up
+//! aimed at a polling CPU needs no interrupt, one aimed at a CPU that runs the
+//! spinning thread does.) So an unset window follows the idle driver ([`window_for`]).
 //!
 //! The thread runs under `SCHED_IDLE`, so any other thread of any process that becomes
 //! runnable on its CPU preempts it at once, and the scheduler places wake-ups on its
