@@ -74,6 +74,14 @@ impl Job {
     fn is_append(&self) -> bool {
         matches!(self, Self::Append { .. })
     }
+
+    /// How many entries the job appends.
+    fn entry_count(&self) -> usize {
+        match self {
+            Self::Append { entries, .. } => entries.len(),
+            Self::Truncate { .. } | Self::Barrier { .. } => 0,
+        }
+    }
 }
 
 /// The committed log id the next round writes (deletes, for `None`), if any.
@@ -258,12 +266,13 @@ fn run(
     // A job that came in while the last round (which appended) wrote and synced.
     let mut arrived_meanwhile: Option<Job> = None;
     loop {
-        let under_load = arrived_meanwhile.as_ref().is_some_and(Job::is_append);
+        let arrived_under_load = arrived_meanwhile.as_ref().is_some_and(Job::is_append);
         let (round, closed) = gather(jobs, arrived_meanwhile.take(), commit, GROUP_COMMIT_LINGER);
         let appended = round.iter().any(Job::is_append);
         // Alone, a write's next hand-offs are worth a CPU kept awake; under load the
         // CPUs are busy anyway, and a spinning thread would only be preempted.
-        if under_load {
+        let entries = round.iter().map(Job::entry_count).sum();
+        if under_load(arrived_under_load, entries) {
             spin_window::stand_down();
         } else if appended {
             spin_window::touch();
@@ -279,6 +288,14 @@ fn run(
             arrived_meanwhile = jobs.try_recv().ok();
         }
     }
+}
+
+/// Whether a round finds the log under load: an append arrived while the last round
+/// wrote and synced (how a leader's log sees it), or the round appends several
+/// entries (how a follower's does: its leader waits for each answer before it sends
+/// more, so nothing arrives meanwhile, but under load each append carries a batch).
+fn under_load(append_arrived_meanwhile: bool, entries: usize) -> bool {
+    append_arrived_meanwhile || entries > 1
 }
 
 /// The jobs of the next round, in order, and whether the queue is closed. It starts
@@ -468,6 +485,20 @@ mod tests {
                 entry.log_id
             })
             .collect()
+    }
+
+    #[test]
+    fn a_lone_append_is_not_load_and_a_batch_or_an_append_during_a_sync_is() {
+        assert!(
+            !under_load(false, 1),
+            "one entry, nothing waiting: a lone write"
+        );
+        assert!(!under_load(false, 0), "a round without entries");
+        assert!(under_load(false, 2), "a follower's batch of entries");
+        assert!(
+            under_load(true, 1),
+            "an append that came during the last sync"
+        );
     }
 
     #[test]
