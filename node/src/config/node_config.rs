@@ -87,9 +87,8 @@ pub struct NodeConfig {
     /// (`runtime/spin_window.rs`), so that the write's next hand-offs find a CPU awake;
     /// 0 turns it off. It only takes CPU time no other thread wants, and none while the
     /// node is idle or its writes come faster than the disk syncs them or several at a
-    /// time. Unset, the host decides: 1000, or
-    /// 0 where the kernel's `haltpoll` idle driver already polls before halting
-    /// ([`spin_window::window_for`]).
+    /// time. Unset, the host decides: 1000, or 0 where the kernel's `haltpoll` idle
+    /// driver already polls before halting ([`spin_window::window_for`]).
     ///
     /// [`spin_window::window_for`]: crate::runtime::spin_window::window_for
     #[serde(default)]

@@ -16,8 +16,8 @@
 //! leader's log) or several entries at once (a follower's, whose leader batches under
 //! load). Under load the CPUs are busy anyway and a spinning thread would only be
 //! preempted (measured: with a window after every round, 64 clients lost a tenth of
-//! their throughput; followers that still spun under load cost 15–27% more server CPU
-//! per write at 16 and 64 clients).
+//! their throughput; ending it on followers under load too took 15–27% off the
+//! servers' CPU per write at 16 and 64 clients).
 //!
 //! Where the kernel's `haltpoll` idle driver runs (many KVM guests), an idle CPU polls
 //! for a while before it halts: there the window only duplicates the driver, and
