@@ -121,7 +121,13 @@ fn the_successor_wins_the_first_election_after_the_leader_dies() -> Result<()> {
         "{after}\nbefore the kill: {before}\n5070's log ends:\n{}",
         fleet.log_tail("5070", 30)
     );
-    assert_eq!(after["term"].as_u64(), Some(term + 1), "{after}");
+    assert_eq!(
+        after["term"].as_u64(),
+        Some(term + 1),
+        "{after}\n5070's log ends:\n{}\nmac's log ends:\n{}",
+        fleet.log_tail("5070", 40),
+        fleet.log_tail("mac", 40)
+    );
     Ok(())
 }
 

@@ -284,6 +284,7 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
             contact,
             SuccessionSettings::from_timers(
                 config.raft.heartbeat_ms,
+                config.raft.election_timeout_min_ms,
                 config.raft.election_timeout_max_ms,
             ),
         )),

@@ -11,9 +11,13 @@
 //!
 //! The campaign is a pre-vote first: a successor that is itself cut off asks, is
 //! refused (or hears nothing), and does not raise its term. A voter refuses while its
-//! own lease of the old leader still runs, so a live leader is never unseated by this;
-//! a refused round is tried again after half a heartbeat. Raft's safety does not rest
-//! on any of these timings, only how soon a new leader is elected does.
+//! own lease of the old leader still runs, so a live leader is never unseated by this.
+//! A round that elected nobody is tried again once every answer to it is in (a vote
+//! RPC's timeout later): a pre-vote round stays invisible to the node's metrics until
+//! it is granted, so a retry sent while its answers are on their way can land just
+//! after they made the node a candidate, and would then start a second campaign a term
+//! later that supersedes the first. Raft's safety does not rest on any of these
+//! timings, only how soon a new leader is elected does.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,17 +38,27 @@ pub struct SuccessionSettings {
     /// Waited beyond the lease, so the other voters' leases (which started when the
     /// same heartbeat reached them, a little later or earlier) have run out as well.
     pub margin: Duration,
-    /// How soon a refused campaign is tried again.
+    /// How soon a campaign that elected nobody is tried again: once its pre-vote
+    /// requests have been answered or have timed out (openraft gives each the minimum
+    /// election timeout), and a margin more.
     pub retry: Duration,
+    /// How often a node that should not stand looks again.
+    pub heartbeat: Duration,
 }
 
 impl SuccessionSettings {
-    /// The settings for a heartbeat interval and a maximum election timeout, in ms.
-    pub fn from_timers(heartbeat_ms: u64, election_timeout_max_ms: u64) -> Self {
+    /// The settings for a heartbeat interval and the election timeouts, in ms.
+    pub fn from_timers(
+        heartbeat_ms: u64,
+        election_timeout_min_ms: u64,
+        election_timeout_max_ms: u64,
+    ) -> Self {
+        let margin = Duration::from_millis((heartbeat_ms / 4).max(1));
         Self {
             lease: Duration::from_millis(election_timeout_max_ms),
-            margin: Duration::from_millis((heartbeat_ms / 4).max(1)),
-            retry: Duration::from_millis((heartbeat_ms / 2).max(1)),
+            margin,
+            retry: Duration::from_millis(election_timeout_min_ms) + margin,
+            heartbeat: Duration::from_millis(heartbeat_ms),
         }
     }
 }
@@ -77,7 +91,7 @@ pub async fn run_succession(
         } else {
             // Leading, campaigning, or not the successor: look again a heartbeat on
             // (a new leader's contact moves the deadline on by then).
-            sleep(settings.retry * 2).await;
+            sleep(settings.heartbeat).await;
         }
     }
 }
@@ -112,4 +126,20 @@ fn should_stand(node: &FleetNode) -> bool {
         };
         state.roles.successor(settings, leader) == Some(&node.name)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_campaign_is_tried_again_only_after_its_vote_requests_have_timed_out() {
+        // The defaults: a heartbeat of 100 ms, election timeouts of 200–400 ms.
+        let settings = SuccessionSettings::from_timers(100, 200, 400);
+        assert_eq!(settings.lease, Duration::from_millis(400));
+        assert_eq!(settings.margin, Duration::from_millis(25));
+        // openraft times a (pre-)vote request out after the minimum election timeout.
+        assert!(settings.retry > Duration::from_millis(200), "{settings:?}");
+        assert_eq!(settings.heartbeat, Duration::from_millis(100));
+    }
 }
