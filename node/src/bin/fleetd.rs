@@ -64,14 +64,18 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     let idle_driver = spin_window::idle_driver();
-    let window = spin_window::window_for(config.spin_window_us, idle_driver.as_deref());
+    let halt_poll_ns = spin_window::halt_poll_ns();
+    let window =
+        spin_window::window_for(config.spin_window_us, idle_driver.as_deref(), halt_poll_ns);
+    let keeper = spin_window::start(window, idle_driver.as_deref());
     tracing::info!(
         window_us = window.as_micros(),
         configured = config.spin_window_us.is_some(),
         idle_driver = idle_driver.as_deref().unwrap_or("unknown"),
+        halt_poll_ns,
+        kept_by = keeper.unwrap_or("nothing"),
         "spin window"
     );
-    spin_window::start(window);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(config.worker_threads)
         .enable_all()

@@ -83,12 +83,13 @@ pub struct NodeConfig {
     #[serde(default = "default_worker_threads")]
     pub worker_threads: usize,
     /// For how many microseconds after a lone write to its log (one entry, finding the
-    /// log writer idle) a thread at idle priority keeps one CPU busy
-    /// (`runtime/spin_window.rs`), so that the write's next hand-offs find a CPU awake;
-    /// 0 turns it off. It only takes CPU time no other thread wants, and none while the
-    /// node is idle or its writes come faster than the disk syncs them or several at a
-    /// time. Unset, the host decides: 1000, or 0 where the kernel's `haltpoll` idle
-    /// driver already polls before halting ([`spin_window::window_for`]).
+    /// log writer idle) the CPUs are kept awake (`runtime/spin_window.rs`): by a CPU
+    /// latency request that makes idle CPUs poll where the process may make one, else
+    /// by a thread at idle priority that spins. So the write's next hand-offs find a
+    /// CPU awake; 0 turns it off. None while the node is idle or its writes come faster
+    /// than the disk syncs them or several at a time. Unset, the host decides: 1000,
+    /// or 0 where the kernel's `haltpoll` idle driver polls before halting
+    /// ([`spin_window::window_for`]).
     ///
     /// [`spin_window::window_for`]: crate::runtime::spin_window::window_for
     #[serde(default)]

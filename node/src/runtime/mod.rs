@@ -12,11 +12,14 @@
 //! - [`health`]: the leader's health monitor; leadership follows the primary.
 //! - [`snapshot_pacer`]: when this node snapshots: after `snapshot_every_logs`
 //!   entries and once the log since the last snapshot is as large as that snapshot.
-//! - [`spin_window`]: a thread at idle priority that keeps a CPU awake for a moment
-//!   after each log write, so a write's hand-offs do not wait for halted CPUs.
+//! - [`spin_window`]: keeps the CPUs awake for a moment after a lone log write, so a
+//!   write's hand-offs do not wait for halted CPUs.
+//! - [`cpu_latency_request`]: the process's request to the kernel's CPU latency QoS,
+//!   which the window holds where it may.
 //! - [`succession`]: the successor stands as soon as a silent leader's lease ends.
 //! - [`start`]: wiring a node from its config: store, Raft, transports, API server.
 
+pub mod cpu_latency_request;
 pub mod driver;
 pub mod duty_runner;
 pub mod effects;

@@ -1,15 +1,25 @@
-//! `SpinWindow`: a thread at idle priority that keeps one CPU busy for a short window
-//! after each round of the log writer, so that the next step of a write (a peer's
-//! answer, the disk's completion, the client's next request) wakes a thread on a CPU
-//! that is awake, rather than one that halted meanwhile.
+//! `SpinWindow`: keeps the CPUs awake for a short window after each round of the log
+//! writer, so that the next step of a write (a peer's answer, the disk's completion,
+//! the client's next request) wakes a thread on a CPU that is awake, rather than one
+//! that halted meanwhile.
 //!
 //! A lone write passes through some seven threads of three processes. Where the CPUs
-//! halt as soon as they are idle (measured on a virtual machine without a polling
-//! idle driver; a desktop's deep sleep states should act alike), each hand-off to a
-//! thread whose CPU halted waits for that CPU to wake, and the thread then runs from
-//! cold caches. Go's runtime, and the kernel's `haltpoll` idle driver, spin a while
-//! before they sleep for that reason; this does the same for the whole process,
-//! without delaying any of its threads.
+//! halt as soon as they are idle (measured on virtual machines whose idle CPUs do not
+//! poll; a desktop's deep sleep states should act alike), each hand-off to a thread
+//! whose CPU halted waits for that CPU to wake, and the thread then runs from cold
+//! caches. Go's runtime, and the kernel's `haltpoll` idle driver, spin a while before
+//! they sleep for that reason; this does the same for the whole process, without
+//! delaying any of its threads.
+//!
+//! One thread holds the window, in one of two ways ([`Keeper`]):
+//! - where a `cpuidle` driver runs and the process may write `/dev/cpu_dma_latency`,
+//!   it holds a [`CpuLatencyRequest`] of 0 µs for the window: the idle CPUs poll in
+//!   the kernel's idle loop, and a wake-up aimed at one needs no interrupt at all;
+//! - elsewhere it spins under `SCHED_IDLE`, so any other thread of any process that
+//!   becomes runnable on its CPU preempts it at once, and the scheduler places
+//!   wake-ups on its CPU as on an idle one. That wake-up still interrupts the CPU: on
+//!   one host an `eventfd` round trip took 57 µs between halting CPUs, 27 µs with a
+//!   spinning thread on each, 8.5 µs with the request held (`docs/benchmarks.md`).
 //!
 //! Only a lone write starts a window: one entry, finding the log writer idle. A round
 //! under load ends it ([`stand_down`]): appends that came while the writer synced (a
@@ -19,36 +29,32 @@
 //! their throughput; ending it on followers under load too took 15–27% off the
 //! servers' CPU per write at 16 and 64 clients).
 //!
-//! Where the kernel's `haltpoll` idle driver runs (many KVM guests), an idle CPU polls
-//! for a while before it halts: there the window only duplicates the driver, and
-//! measured, it cost 16 and 64 clients 9–15% of their throughput against etcd's while
-//! a lone write gained a few percent. (A likely cause, not measured apart: a wake-up
-//! aimed at a polling CPU needs no interrupt, one aimed at a CPU that runs the
-//! spinning thread does.) So an unset window follows the idle driver ([`window_for`]).
+//! Where the kernel's `haltpoll` idle driver polls before halting (many KVM guests),
+//! the window only duplicates the driver, and measured with a spinning thread, it
+//! cost 16 and 64 clients 9–15% of their throughput against etcd's while a lone write
+//! gained a few percent. So an unset window follows the host ([`window_for`]): none
+//! where `haltpoll` polls, a window where it is told not to
+//! (`haltpoll.guest_halt_poll_ns=0`) or another driver or none runs.
 //!
-//! The driver does not tell every host apart: an AMD EPYC guest had none, like the
-//! Intel guests where the window helped, yet there it bought a lone write nothing (the
-//! p50 alike, the p99 a quarter higher), and a spinning CPU took back only a third of
-//! what a halted one costs a wake-up. On such a host `spin_window_us = 0` is better.
-//!
-//! The thread runs under `SCHED_IDLE`, so any other thread of any process that becomes
-//! runnable on its CPU preempts it at once, and the scheduler places wake-ups on its
-//! CPU as on an idle one: it only ever takes time nobody else wants. It spins while the
-//! last [`touch`] is less than the window old and sleeps otherwise, so an idle node
-//! costs nothing. Linux only; elsewhere [`start`] does nothing.
+//! The window is measured from the last [`touch`]; the thread sleeps once it has
+//! passed, so an idle node costs nothing. Linux only; elsewhere [`start`] does
+//! nothing.
 //!
 //! *Invariant:* a [`touch`] while the thread sleeps wakes it: the thread checks the
 //! touch count under the lock it sleeps on, and a touch that sees it asleep notifies
 //! under that lock.
 
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
+use crate::runtime::cpu_latency_request::{self, CpuLatencyRequest};
+
 /// The process's spin window, once started.
 static SPIN_WINDOW: OnceLock<SpinWindow> = OnceLock::new();
 
-/// The window and the state the spinning thread shares with [`touch`].
+/// The window and the state its thread shares with [`touch`].
 struct SpinWindow {
     /// How long a window lasts after a touch, in nanoseconds.
     window_nanos: u64,
@@ -60,10 +66,19 @@ struct SpinWindow {
     touches: AtomicU64,
     /// Whether the thread is asleep (or about to be), so a touch must notify it.
     asleep: AtomicBool,
-    /// How many times the thread woke from sleep to spin.
+    /// How many times the thread woke from sleep to hold a window.
     windows: AtomicU64,
     lock: Mutex<()>,
     wake: Condvar,
+}
+
+/// How the window's thread keeps the CPUs awake.
+#[derive(Debug)]
+enum Keeper {
+    /// Holds a CPU latency request of 0 µs, sleeping meanwhile: idle CPUs poll.
+    LatencyRequest(CpuLatencyRequest),
+    /// Spins under `SCHED_IDLE`: one CPU stays busy with what nothing else wants.
+    Spin,
 }
 
 /// The window when the config sets none.
@@ -72,13 +87,23 @@ pub const DEFAULT_WINDOW: Duration = Duration::from_micros(1000);
 /// Where the kernel names its idle driver (absent without `cpuidle`, as off Linux).
 const IDLE_DRIVER_PATH: &str = "/sys/devices/system/cpu/cpuidle/current_driver";
 
-/// The window for a node: the configured microseconds if set; otherwise none where the
-/// idle driver is `haltpoll` (its CPUs poll before halting already), and
-/// [`DEFAULT_WINDOW`] under any other driver or none.
-pub fn window_for(configured_us: Option<u64>, idle_driver: Option<&str>) -> Duration {
+/// How long the `haltpoll` driver lets an idle CPU poll at most before it halts, in ns
+/// (absent without the driver).
+const HALT_POLL_PATH: &str = "/sys/module/haltpoll/parameters/guest_halt_poll_ns";
+
+/// The window for a node: the configured microseconds if set; otherwise none where
+/// idle CPUs poll before halting (the `haltpoll` driver, unless its
+/// `guest_halt_poll_ns` is 0), and [`DEFAULT_WINDOW`] where they halt at once (that
+/// driver told not to poll, any other driver, or none).
+pub fn window_for(
+    configured_us: Option<u64>,
+    idle_driver: Option<&str>,
+    halt_poll_ns: Option<u64>,
+) -> Duration {
+    let polls_before_halting = idle_driver == Some("haltpoll") && halt_poll_ns != Some(0);
     match configured_us {
         Some(us) => Duration::from_micros(us),
-        None if idle_driver.map(str::trim) == Some("haltpoll") => Duration::ZERO,
+        None if polls_before_halting => Duration::ZERO,
         None => DEFAULT_WINDOW,
     }
 }
@@ -91,28 +116,43 @@ pub fn idle_driver() -> Option<String> {
         .map(|driver| driver.trim().to_owned())
 }
 
-/// Starts the process's spinning thread with `window` (nothing for a zero window, off
-/// Linux, or when one was started already).
-pub fn start(window: Duration) {
+/// How long the `haltpoll` driver polls at most (`guest_halt_poll_ns`), if it runs.
+pub fn halt_poll_ns() -> Option<u64> {
+    std::fs::read_to_string(HALT_POLL_PATH)
+        .ok()
+        .and_then(|nanos| nanos.trim().parse().ok())
+}
+
+/// Starts the process's window thread with `window` (nothing for a zero window, off
+/// Linux, or when one was started already), and says how it keeps the CPUs awake: a
+/// CPU latency request where a `cpuidle` driver runs (`idle_driver`, not `none`) and
+/// the process may make one, a spinning thread otherwise.
+pub fn start(window: Duration, idle_driver: Option<&str>) -> Option<&'static str> {
     if window.is_zero() || !cfg!(target_os = "linux") {
-        return;
+        return None;
     }
     if SPIN_WINDOW.set(SpinWindow::new(window)).is_err() {
-        return;
+        return None;
     }
+    let keeper = Keeper::for_host(idle_driver);
+    let name = keeper.name();
     let spawned = std::thread::Builder::new()
         .name("fleet-spin".into())
-        .spawn(|| {
+        .spawn(move || {
             if let Some(spin) = SPIN_WINDOW.get() {
                 if let Err(error) = idle_priority() {
-                    tracing::warn!(%error, "cannot lower the spinning thread to SCHED_IDLE; it stays off");
+                    tracing::warn!(%error, "cannot lower the window's thread to SCHED_IDLE; the window stays off");
                     return;
                 }
-                spin.run();
+                spin.run(keeper);
             }
         });
-    if let Err(error) = spawned {
-        tracing::warn!(%error, "cannot start the spinning thread; it stays off");
+    match spawned {
+        Ok(_) => Some(name),
+        Err(error) => {
+            tracing::warn!(%error, "cannot start the window's thread; the window stays off");
+            None
+        }
     }
 }
 
@@ -167,20 +207,20 @@ impl SpinWindow {
             .max(1)
     }
 
-    /// Whether the last touch is less than the window old.
-    fn within_window(&self) -> bool {
+    /// What is left of the window since the last touch, if anything.
+    fn remaining(&self) -> Option<Duration> {
         let last = self.last_touch.load(Ordering::Relaxed);
-        last != 0 && self.nanos_since_epoch().saturating_sub(last) < self.window_nanos
+        let age = self.nanos_since_epoch().saturating_sub(last);
+        (last != 0 && age < self.window_nanos)
+            .then(|| Duration::from_nanos(self.window_nanos - age))
     }
 
-    /// Sleeps until touched, spins until the window since the last touch has passed;
-    /// forever.
-    fn run(&self) {
+    /// Sleeps until touched, keeps the CPUs awake until the window since the last
+    /// touch has passed; forever.
+    fn run(&self, mut keeper: Keeper) {
         loop {
             let seen = self.touches.load(Ordering::SeqCst);
-            while self.within_window() {
-                std::hint::spin_loop();
-            }
+            keeper.keep_awake(self);
             self.asleep.store(true, Ordering::SeqCst);
             let mut guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
             while self.touches.load(Ordering::SeqCst) == seen {
@@ -191,6 +231,56 @@ impl SpinWindow {
             }
             self.asleep.store(false, Ordering::SeqCst);
             self.windows.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+impl Keeper {
+    /// A CPU latency request where a `cpuidle` driver runs and the device opens; a
+    /// spinning thread otherwise.
+    fn for_host(idle_driver: Option<&str>) -> Keeper {
+        if matches!(idle_driver, None | Some("none")) {
+            return Keeper::Spin;
+        }
+        match CpuLatencyRequest::open(Path::new(cpu_latency_request::DEVICE_PATH)) {
+            Ok(request) => Keeper::LatencyRequest(request),
+            Err(error) => {
+                tracing::info!(%error, path = cpu_latency_request::DEVICE_PATH, "no CPU latency request; the window spins instead");
+                Keeper::Spin
+            }
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Keeper::LatencyRequest(_) => "cpu latency request",
+            Keeper::Spin => "spinning thread",
+        }
+    }
+
+    /// Keeps the CPUs awake while `window` lasts. A request the kernel refuses turns
+    /// this keeper into a spinning one, for good.
+    fn keep_awake(&mut self, window: &SpinWindow) {
+        if window.remaining().is_none() {
+            return;
+        }
+        if let Keeper::LatencyRequest(request) = self {
+            if let Err(error) = request.hold() {
+                tracing::warn!(%error, "the CPU latency request failed; the window spins instead");
+                *self = Keeper::Spin;
+            } else {
+                while let Some(rest) = window.remaining() {
+                    std::thread::sleep(rest);
+                }
+                if let Err(error) = request.release() {
+                    tracing::warn!(%error, "the CPU latency request failed; the window spins instead");
+                    *self = Keeper::Spin;
+                }
+                return;
+            }
+        }
+        while window.remaining().is_some() {
+            std::hint::spin_loop();
         }
     }
 }
@@ -233,25 +323,73 @@ mod tests {
     }
 
     fn started(window: Duration) -> Arc<SpinWindow> {
+        started_with(window, Keeper::Spin)
+    }
+
+    fn started_with(window: Duration, keeper: Keeper) -> Arc<SpinWindow> {
         let spin = Arc::new(SpinWindow::new(window));
         let runner = spin.clone();
-        std::thread::spawn(move || runner.run());
+        std::thread::spawn(move || runner.run(keeper));
         spin
     }
 
     #[test]
-    fn an_unset_window_follows_the_idle_driver_and_a_set_one_wins() {
+    fn an_unset_window_follows_whether_idle_cpus_poll_and_a_set_one_wins() {
         let millisecond = Duration::from_millis(1);
-        assert_eq!(window_for(None, Some("haltpoll")), Duration::ZERO);
-        assert_eq!(window_for(None, Some("haltpoll\n")), Duration::ZERO);
-        assert_eq!(window_for(None, Some("none")), millisecond);
-        assert_eq!(window_for(None, Some("intel_idle")), millisecond);
-        assert_eq!(window_for(None, None), millisecond);
         assert_eq!(
-            window_for(Some(250), Some("haltpoll")),
+            window_for(None, Some("haltpoll"), Some(200_000)),
+            Duration::ZERO
+        );
+        assert_eq!(window_for(None, Some("haltpoll"), None), Duration::ZERO);
+        assert_eq!(
+            window_for(None, Some("haltpoll"), Some(0)),
+            millisecond,
+            "haltpoll told not to poll halts at once"
+        );
+        assert_eq!(window_for(None, Some("none"), None), millisecond);
+        assert_eq!(window_for(None, Some("intel_idle"), None), millisecond);
+        assert_eq!(window_for(None, None, None), millisecond);
+        assert_eq!(
+            window_for(Some(250), Some("haltpoll"), Some(200_000)),
             Duration::from_micros(250)
         );
-        assert_eq!(window_for(Some(0), Some("none")), Duration::ZERO);
+        assert_eq!(window_for(Some(0), Some("none"), None), Duration::ZERO);
+    }
+
+    #[test]
+    fn no_cpuidle_driver_means_a_spinning_thread() {
+        assert!(matches!(Keeper::for_host(None), Keeper::Spin));
+        assert!(matches!(Keeper::for_host(Some("none")), Keeper::Spin));
+    }
+
+    #[test]
+    fn a_window_holds_the_latency_request_and_releases_it_once_passed() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("cpu_dma_latency");
+        std::fs::write(&path, b"").expect("create the stand-in");
+        let request = CpuLatencyRequest::open(&path).expect("open");
+        let requests = || -> Vec<i32> {
+            std::fs::read(&path)
+                .expect("read")
+                .chunks_exact(4)
+                .map(|bytes| i32::from_ne_bytes(bytes.try_into().expect("four bytes")))
+                .collect()
+        };
+        let spin = started_with(Duration::from_millis(2), Keeper::LatencyRequest(request));
+        wait_until("asleep before any touch", || {
+            spin.asleep.load(Ordering::SeqCst)
+        });
+        assert_eq!(requests().len(), 1, "opened released, nothing held yet");
+        for round in 1..=3 {
+            spin.touch();
+            wait_until("asleep again once the window passed", || {
+                spin.windows.load(Ordering::SeqCst) == round && spin.asleep.load(Ordering::SeqCst)
+            });
+            let written = requests();
+            assert_eq!(written.len(), 1 + 2 * round as usize, "{written:?}");
+            assert_eq!(written[written.len() - 2], 0, "held at 0 µs: {written:?}");
+            assert_ne!(written[written.len() - 1], 0, "then released: {written:?}");
+        }
     }
 
     #[test]
