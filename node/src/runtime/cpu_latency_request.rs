@@ -71,17 +71,19 @@ impl CpuLatencyRequest {
     }
 }
 
+/// The requests written to a stand-in file for the device, in order.
+#[cfg(test)]
+pub(crate) fn requests_written(path: &Path) -> Vec<i32> {
+    std::fs::read(path)
+        .expect("read what was written")
+        .chunks_exact(4)
+        .map(|bytes| i32::from_ne_bytes(bytes.try_into().expect("four bytes")))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn requests_written(path: &Path) -> Vec<i32> {
-        std::fs::read(path)
-            .expect("read what was written")
-            .chunks_exact(4)
-            .map(|bytes| i32::from_ne_bytes(bytes.try_into().expect("four bytes")))
-            .collect()
-    }
 
     #[test]
     fn a_request_opens_released_and_writes_only_when_it_changes() {

@@ -164,8 +164,9 @@ pub fn touch() {
     }
 }
 
-/// Ends the window now: under load the CPUs are busy, and a spinning thread would
-/// only be preempted. Costs one atomic store.
+/// Ends the window: under load the CPUs are busy, and a spinning thread would only be
+/// preempted. A spinning thread stops at once; a held request is released when the
+/// thread's sleep ends, within the window. Costs one atomic store.
 pub fn stand_down() {
     if let Some(spin) = SPIN_WINDOW.get() {
         spin.stand_down();
@@ -368,13 +369,7 @@ mod tests {
         let path = dir.path().join("cpu_dma_latency");
         std::fs::write(&path, b"").expect("create the stand-in");
         let request = CpuLatencyRequest::open(&path).expect("open");
-        let requests = || -> Vec<i32> {
-            std::fs::read(&path)
-                .expect("read")
-                .chunks_exact(4)
-                .map(|bytes| i32::from_ne_bytes(bytes.try_into().expect("four bytes")))
-                .collect()
-        };
+        let requests = || cpu_latency_request::requests_written(&path);
         let spin = started_with(Duration::from_millis(2), Keeper::LatencyRequest(request));
         wait_until("asleep before any touch", || {
             spin.asleep.load(Ordering::SeqCst)
