@@ -266,18 +266,18 @@ impl Keeper {
             return;
         }
         if let Keeper::LatencyRequest(request) = self {
-            if let Err(error) = request.hold() {
-                tracing::warn!(%error, "the CPU latency request failed; the window spins instead");
-                *self = Keeper::Spin;
-            } else {
+            let held_through = request.hold().and_then(|()| {
                 while let Some(rest) = window.remaining() {
                     std::thread::sleep(rest);
                 }
-                if let Err(error) = request.release() {
+                request.release()
+            });
+            match held_through {
+                Ok(()) => return,
+                Err(error) => {
                     tracing::warn!(%error, "the CPU latency request failed; the window spins instead");
                     *self = Keeper::Spin;
                 }
-                return;
             }
         }
         while window.remaining().is_some() {
