@@ -111,7 +111,7 @@ async fn main() {
     for events in listed("FLEET_BENCH_EVENTS", "10000,100000,300000") {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let (effects, _receiver) = tokio::sync::mpsc::unbounded_channel();
-        let (_log, mut machine, _handle) = open_store(dir.path(), effects).expect("open");
+        let (_log, mut machine, _handle) = open_store(dir.path(), 1, effects).expect("open");
         fill(&mut machine, events).await;
         let (mut walls, mut cpus, mut written, mut size) = (vec![], vec![], vec![], 0);
         for _ in 0..builds {

@@ -33,7 +33,12 @@ type LogId = LogIdOf<FleetRaft>;
 /// 2026-03-25 14:05:00 UTC.
 const START_MS: u64 = 1_774_447_500_000;
 
-struct RocksStoreBuilder;
+/// Builds stores for the node `own_id`. The suite's entries are node 0's: with 0 the
+/// store appends them as a leader's (through the log writer's thread), with another
+/// id as a follower's (synced on the caller's thread while the writer is idle).
+struct RocksStoreBuilder {
+    own_id: u64,
+}
 
 impl StoreBuilder<FleetRaft, LogStore, StateMachineStore, TempDir> for RocksStoreBuilder {
     async fn build(
@@ -46,14 +51,21 @@ impl StoreBuilder<FleetRaft, LogStore, StateMachineStore, TempDir> for RocksStor
         // The suite never looks at effects; the receiver may go.
         let (effects, _) = mpsc::unbounded_channel();
         let (log, state_machine, _) =
-            open_store(dir.path(), effects).map_err(|e| io_error(e.into()))?;
+            open_store(dir.path(), self.own_id, effects).map_err(|e| io_error(e.into()))?;
         Ok((dir, log, state_machine))
     }
 }
 
 #[tokio::test]
-async fn openraft_storage_suite_passes() {
-    Suite::test_all(RocksStoreBuilder)
+async fn openraft_storage_suite_passes_with_a_leaders_appends() {
+    Suite::test_all(RocksStoreBuilder { own_id: 0 })
+        .await
+        .expect("openraft's storage suite");
+}
+
+#[tokio::test]
+async fn openraft_storage_suite_passes_with_a_followers_appends() {
+    Suite::test_all(RocksStoreBuilder { own_id: 1 })
         .await
         .expect("openraft's storage suite");
 }
@@ -153,7 +165,7 @@ async fn vote_log_and_committed_survive_a_reopen() {
     let bootstrap = command(Request::Bootstrap(FleetSettings::default_for("home")));
     {
         let (effects, _) = mpsc::unbounded_channel();
-        let (mut log, _state_machine, _) = open_store(dir.path(), effects).expect("open");
+        let (mut log, _state_machine, _) = open_store(dir.path(), beast(), effects).expect("open");
         let mut entries: Vec<Entry> = (1..=6).map(|i| Entry::new_blank(log_id(1, i))).collect();
         entries[2] = Entry::new_normal(log_id(1, 3), bootstrap.clone());
         append(&mut log, entries).await;
@@ -168,7 +180,7 @@ async fn vote_log_and_committed_survive_a_reopen() {
     }
 
     let (effects, _) = mpsc::unbounded_channel();
-    let (mut log, _state_machine, _) = open_store(dir.path(), effects).expect("reopen");
+    let (mut log, _state_machine, _) = open_store(dir.path(), beast(), effects).expect("reopen");
     assert_eq!(log.read_vote().await.expect("read vote"), Some(vote));
     assert_eq!(
         log.read_committed().await.expect("read committed"),
@@ -192,7 +204,7 @@ async fn the_newest_committed_id_is_read_back_at_once_and_after_a_reopen() {
     let dir = TempDir::new().expect("temp dir");
     {
         let (effects, _) = mpsc::unbounded_channel();
-        let (mut log, _state_machine, _) = open_store(dir.path(), effects).expect("open");
+        let (mut log, _state_machine, _) = open_store(dir.path(), beast(), effects).expect("open");
         append(
             &mut log,
             (1..=4).map(|i| Entry::new_blank(log_id(1, i))).collect(),
@@ -216,7 +228,7 @@ async fn the_newest_committed_id_is_read_back_at_once_and_after_a_reopen() {
             .expect("committed");
     }
     let (effects, _) = mpsc::unbounded_channel();
-    let (mut log, _state_machine, _) = open_store(dir.path(), effects).expect("reopen");
+    let (mut log, _state_machine, _) = open_store(dir.path(), beast(), effects).expect("reopen");
     assert_eq!(
         log.read_committed().await.expect("read committed"),
         Some(log_id(1, 2))
@@ -237,7 +249,7 @@ async fn a_log_longer_than_its_memory_tail_reads_back_whole_across_the_boundary(
     let dir = TempDir::new().expect("temp dir");
     {
         let (effects, _) = mpsc::unbounded_channel();
-        let (mut log, _state_machine, _) = open_store(dir.path(), effects).expect("open");
+        let (mut log, _state_machine, _) = open_store(dir.path(), beast(), effects).expect("open");
         for chunk in (1..=LAST).collect::<Vec<_>>().chunks(500) {
             append(
                 &mut log,
@@ -260,7 +272,7 @@ async fn a_log_longer_than_its_memory_tail_reads_back_whole_across_the_boundary(
         assert_indexes(&after_purge, 3_001..=LAST, "the log after a purge");
     }
     let (effects, _) = mpsc::unbounded_channel();
-    let (mut log, _state_machine, _) = open_store(dir.path(), effects).expect("reopen");
+    let (mut log, _state_machine, _) = open_store(dir.path(), beast(), effects).expect("reopen");
     let state = log.get_log_state().await.expect("log state");
     assert_eq!(state.last_purged_log_id, Some(log_id(1, 3_000)));
     assert_eq!(state.last_log_id, Some(log_id(1, LAST)));
@@ -278,7 +290,8 @@ async fn a_snapshot_restores_the_state_and_the_committed_log_is_applied_after_it
     let second_bytes = serde_json::to_vec(&second).expect("encode").len() as u64;
     let (state_at_snapshot, state_after_log, snapshot_meta) = {
         let (effects, mut applied_effects) = mpsc::unbounded_channel();
-        let (mut log, mut state_machine, handle) = open_store(dir.path(), effects).expect("open");
+        let (mut log, mut state_machine, handle) =
+            open_store(dir.path(), beast(), effects).expect("open");
         let mut applied_index = handle.subscribe();
         let mut entries = fleet_entries();
         entries.push(second.clone());
@@ -326,7 +339,8 @@ async fn a_snapshot_restores_the_state_and_the_committed_log_is_applied_after_it
     assert_ne!(state_at_snapshot, state_after_log);
 
     let (effects, mut applied_effects) = mpsc::unbounded_channel();
-    let (mut log, mut state_machine, handle) = open_store(dir.path(), effects).expect("reopen");
+    let (mut log, mut state_machine, handle) =
+        open_store(dir.path(), beast(), effects).expect("reopen");
     assert_eq!(
         snapshot_of(&handle),
         state_at_snapshot,
@@ -374,13 +388,14 @@ async fn an_installed_snapshot_replaces_the_state_and_survives_a_reopen() {
     let leader_dir = TempDir::new().expect("temp dir");
     let follower_dir = TempDir::new().expect("temp dir");
     let (effects, _) = mpsc::unbounded_channel();
-    let (_log, mut leader, leader_handle) = open_store(leader_dir.path(), effects).expect("open");
+    let (_log, mut leader, leader_handle) =
+        open_store(leader_dir.path(), beast(), effects).expect("open");
     apply(&mut leader, fleet_entries()).await;
     let snapshot = leader.build_snapshot().await.expect("build");
     {
         let (effects, _) = mpsc::unbounded_channel();
         let (_log, mut follower, follower_handle) =
-            open_store(follower_dir.path(), effects).expect("open follower");
+            open_store(follower_dir.path(), node_id("mac"), effects).expect("open follower");
         let mut applied_index = follower_handle.subscribe();
         follower
             .install_snapshot(&snapshot.meta, snapshot.snapshot.clone())
@@ -391,7 +406,7 @@ async fn an_installed_snapshot_replaces_the_state_and_survives_a_reopen() {
     }
     let (effects, _) = mpsc::unbounded_channel();
     let (_log, mut follower, follower_handle) =
-        open_store(follower_dir.path(), effects).expect("reopen follower");
+        open_store(follower_dir.path(), node_id("mac"), effects).expect("reopen follower");
     assert_eq!(snapshot_of(&follower_handle), snapshot_of(&leader_handle));
     let (last_applied, membership) = follower.applied_state().await.expect("applied");
     assert_eq!(last_applied, Some(log_id(1, 4)));
@@ -408,7 +423,7 @@ async fn an_installed_snapshot_replaces_the_state_and_survives_a_reopen() {
 async fn a_damaged_snapshot_is_refused_and_leaves_the_state_alone() {
     let dir = TempDir::new().expect("temp dir");
     let (effects, _) = mpsc::unbounded_channel();
-    let (_log, mut state_machine, handle) = open_store(dir.path(), effects).expect("open");
+    let (_log, mut state_machine, handle) = open_store(dir.path(), beast(), effects).expect("open");
     apply(&mut state_machine, fleet_entries()).await;
     let before = snapshot_of(&handle);
     let snapshot = state_machine.build_snapshot().await.expect("build");
@@ -425,8 +440,8 @@ async fn a_damaged_snapshot_is_refused_and_leaves_the_state_alone() {
 async fn a_second_open_of_a_directory_in_use_is_refused_naming_it() {
     let dir = TempDir::new().expect("temp dir");
     let (effects, _) = mpsc::unbounded_channel();
-    let _first = open_store(dir.path(), effects.clone()).expect("open");
-    let error = match open_store(dir.path(), effects) {
+    let _first = open_store(dir.path(), beast(), effects.clone()).expect("open");
+    let error = match open_store(dir.path(), beast(), effects) {
         Ok(_) => panic!("a directory in use was opened twice"),
         Err(error) => error,
     };

@@ -61,7 +61,7 @@ fn encode<Req: Serialize>(request: &Req) -> Result<Vec<u8>, RPCError<FleetRaft>>
 /// The most bytes of a Raft message encoded or decoded on the caller's task; a larger
 /// one goes to the blocking pool (on both sides, so a multi-MiB entry never holds up
 /// the runtime's workers).
-pub(super) const ON_RUNTIME_BYTES_MAX: usize = 64 * 1024;
+pub(crate) const ON_RUNTIME_BYTES_MAX: usize = 64 * 1024;
 
 /// A buffer that refuses to grow past its cap.
 struct CappedBuffer {

@@ -131,10 +131,11 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
     let ca = config.load_ca_cert().map_err(identity_error)?;
     let me = config.load_identity().map_err(identity_error)?;
 
+    let id = node_id(&config.name);
     let (effects_tx, effects_rx) = mpsc::unbounded_channel();
     let store_dir = config.data_dir.join("raft");
     let (log_store, state_machine, state) =
-        open_store(&store_dir, effects_tx).map_err(|e| StartError::Store {
+        open_store(&store_dir, id, effects_tx).map_err(|e| StartError::Store {
             path: store_dir.display().to_string(),
             reason: e.to_string(),
         })?;
@@ -174,7 +175,6 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
         api_tls: api_client_tls.clone(),
         auto_clients: auto_clients.clone(),
     };
-    let id = node_id(&config.name);
     let raft = openraft::Raft::new(
         id,
         Arc::new(raft_config),

@@ -3,13 +3,17 @@
 //!
 //! Raft's safety rests on what a node has acknowledged: an appended entry or a granted
 //! vote must still be there after a crash. A vote or purge is a `WriteBatch` written
-//! with `sync = true` before the call returns. An append does no I/O on the caller's
-//! task: its entries go to the [`LogTail`] (readable from there the moment `append`
-//! returns, as openraft requires) and to the [`LogWriter`] thread, which writes them
-//! and completes their `IOFlushed` callback — what lets Raft count them as durable
-//! here — only after an fsync that covers them. A truncation goes through the same
-//! thread, after the appends queued before it. So Raft keeps working while entries
-//! are encoded and the disk syncs, and concurrent appends share one fsync.
+//! with `sync = true` before the call returns. A leader's append does no I/O on the
+//! caller's task: its entries go to the [`LogTail`] (readable from there the moment
+//! `append` returns, as openraft requires) and to the [`LogWriter`] thread, which
+//! writes them and completes their `IOFlushed` callback — what lets Raft count them
+//! as durable here — only after an fsync that covers them. A truncation goes through
+//! the same thread, after the appends queued before it. So a leader's Raft sends its
+//! entries to its followers while they are encoded and its disk syncs, and concurrent
+//! appends share one fsync. A follower's append (entries of another node's term) is
+//! written and synced on the caller's task when the writer is idle and the disk quick,
+//! since a follower waits for that sync before anything else anyway
+//! ([`LogWriter::append_as_follower`]).
 //! (openraft's own 0.9 RocksDB example writes without syncing at all; this store
 //! does not copy it.)
 //!
@@ -69,13 +73,20 @@ pub struct LogStore {
     writer: LogWriter,
     db: Arc<DB>,
     tail: LogTail,
+    /// This node's Raft id: entries of its own terms are a leader's appends.
+    own_id: u64,
 }
 
 impl LogStore {
-    pub(crate) fn new(db: Arc<DB>, sizes: StoreSizes) -> Result<Self, StoreError> {
+    pub(crate) fn new(db: Arc<DB>, own_id: u64, sizes: StoreSizes) -> Result<Self, StoreError> {
         let tail = LogTail::default();
         let writer = LogWriter::start(&db, tail.clone(), sizes)?;
-        Ok(Self { writer, db, tail })
+        Ok(Self {
+            writer,
+            db,
+            tail,
+            own_id,
+        })
     }
 
     /// The entries with an index in `range`, at most `limit` of them, in index order.
@@ -337,9 +348,15 @@ impl RaftLogStorage<FleetRaft> for LogStore {
             callback.io_completed(Ok(()));
             return Ok(());
         }
-        // Readable now; written, synced and reported durable by the writer.
+        // Readable now; written, synced and reported durable by the writer (or here,
+        // for a follower).
         self.tail.insert(&entries);
-        self.writer.append(entries, callback);
+        let leaders_own = entries[0].log_id.leader_id.node_id == self.own_id;
+        if leaders_own {
+            self.writer.append(entries, callback);
+        } else {
+            self.writer.append_as_follower(entries, callback);
+        }
         Ok(())
     }
 

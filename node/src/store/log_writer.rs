@@ -24,17 +24,26 @@
 //! (A node that crashes before its newest commit is on disk restarts with that much
 //! less applied, and applies it again when the leader tells it the commit.)
 //!
+//! A follower's append may skip the thread ([`LogWriter::append_as_follower`]): a
+//! follower answers its leader only once the entries are on disk, and its leader sends
+//! the next ones only after that answer, so it has nothing to do meanwhile. When the
+//! thread has no job, the last fsync was quick ([`QUICK_SYNC`]) and the entries are
+//! small, the caller writes and syncs the round itself, and a follower's lone write
+//! passes through one thread instead of three (its runtime's, the writer's, its
+//! runtime's again). Rounds never overlap: whoever runs one holds the round lock.
+//!
 //! *Invariant:* a callback is completed `Ok` only after an fsync that began after its
-//! entries were written.
+//! entries were written, and rounds run one at a time, in the order their jobs came.
 //!
 //! [`LogStore`]: super::LogStore
 //! [`LogTail`]: super::log_tail::LogTail
 
 use std::io;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use openraft::storage::IOFlushed;
 use openraft::type_config::alias::{EntryOf, LogIdOf};
@@ -47,6 +56,7 @@ use super::log_store::KEY_COMMITTED;
 use super::log_tail::LogTail;
 use super::store_sizes::StoreSizes;
 use crate::raft::FleetRaft;
+use crate::raft::network::ON_RUNTIME_BYTES_MAX;
 use crate::runtime::spin_window;
 
 type Entry = EntryOf<FleetRaft>;
@@ -132,8 +142,24 @@ pub(crate) struct LogWriter {
 
 struct WriterThread {
     queue: Option<Sender<Job>>,
-    commit: Arc<PendingCommit>,
+    rounds: Arc<Rounds>,
     handle: Option<JoinHandle<()>>,
+}
+
+/// What every round needs, shared by the thread and a follower's caller.
+struct Rounds {
+    /// Held weakly, and only for the length of a round, so the stores decide when the
+    /// database closes.
+    db: Weak<DB>,
+    tail: LogTail,
+    sizes: StoreSizes,
+    commit: PendingCommit,
+    /// Held by whoever runs a round, so rounds never overlap.
+    running: Mutex<()>,
+    /// Jobs sent to the thread and not yet completed.
+    queued: AtomicUsize,
+    /// How long the last fsync took, in microseconds.
+    last_sync_micros: AtomicU64,
 }
 
 impl Drop for WriterThread {
@@ -149,21 +175,26 @@ impl Drop for WriterThread {
 }
 
 impl LogWriter {
-    /// Starts the writing thread for `db`. It holds the database weakly, and only for
-    /// the length of a round, so the stores decide when the database closes.
-    /// Every entry written is counted in `sizes`.
+    /// Starts the writing thread for `db`. Every entry written is counted in `sizes`.
     pub(crate) fn start(
         db: &Arc<DB>,
         tail: LogTail,
         sizes: StoreSizes,
     ) -> Result<Self, StoreError> {
         let (queue, jobs) = channel();
-        let db = Arc::downgrade(db);
-        let commit = Arc::new(PendingCommit::default());
-        let pending = Arc::clone(&commit);
+        let rounds = Arc::new(Rounds {
+            db: Arc::downgrade(db),
+            tail,
+            sizes,
+            commit: PendingCommit::default(),
+            running: Mutex::new(()),
+            queued: AtomicUsize::new(0),
+            last_sync_micros: AtomicU64::new(0),
+        });
+        let shared = Arc::clone(&rounds);
         let handle = std::thread::Builder::new()
             .name("fleet-log-writer".into())
-            .spawn(move || run(&db, &tail, &sizes, &jobs, &pending))
+            .spawn(move || run(&shared, &jobs))
             .map_err(|source| StoreError::Thread {
                 what: "the log writer",
                 source,
@@ -171,17 +202,23 @@ impl LogWriter {
         Ok(Self {
             thread: Arc::new(WriterThread {
                 queue: Some(queue),
-                commit,
+                rounds,
                 handle: Some(handle),
             }),
         })
     }
 
     fn send(&self, job: Job) -> Result<(), Job> {
-        match &self.thread.queue {
+        let queued = &self.thread.rounds.queued;
+        queued.fetch_add(1, Ordering::SeqCst);
+        let sent = match &self.thread.queue {
             Some(queue) => queue.send(job).map_err(|returned| returned.0),
             None => Err(job),
+        };
+        if sent.is_err() {
+            queued.fetch_sub(1, Ordering::SeqCst);
         }
+        sent
     }
 
     /// Writes `entries` and completes `flushed` once they are on disk.
@@ -189,6 +226,24 @@ impl LogWriter {
         if let Err(Job::Append { flushed, .. }) = self.send(Job::Append { entries, flushed }) {
             flushed.io_completed(Err(io::Error::other("the log writer has stopped")));
         }
+    }
+
+    /// Like [`append`](Self::append), for entries a follower got from its leader: when
+    /// the thread has no job, the last fsync was quick and the entries are small (at
+    /// most [`ON_RUNTIME_BYTES_MAX`] encoded), this writes and syncs them on the
+    /// caller's thread and completes `flushed` before it returns. Otherwise it queues
+    /// them for the thread.
+    pub(crate) fn append_as_follower(&self, entries: Vec<Entry>, flushed: IOFlushed<FleetRaft>) {
+        let rounds = &self.thread.rounds;
+        let round_here = rounds
+            .free_for_a_quick_round()
+            .filter(|_| encode_within(&entries, ON_RUNTIME_BYTES_MAX));
+        let Some(_running) = round_here else {
+            return self.append(entries, flushed);
+        };
+        keep_awake_after(under_load(false, entries.len()), true);
+        let committed = rounds.commit.take();
+        rounds.run(vec![Job::Append { entries, flushed }], committed);
     }
 
     /// Deletes the log from index `first` on, after every append queued before, and
@@ -203,7 +258,7 @@ impl LogWriter {
 
     /// Records `committed` as the committed log id, without waiting for it.
     pub(crate) fn commit(&self, committed: Option<LogId>) {
-        self.thread.commit.leave(committed);
+        self.thread.rounds.commit.leave(committed);
     }
 
     /// Returns once everything queued before is written and on disk.
@@ -234,6 +289,55 @@ impl LogWriter {
     }
 }
 
+/// How long an fsync may take for the next follower's append to be synced on its
+/// caller's thread. That thread is the node's runtime, which waits out the sync; a
+/// slower sync means the disk is stalling, and the next append goes to the log
+/// writer's thread, whose sync, once quick again, lets the caller sync again. (Syncs
+/// take 30–180 µs on the hosts in `docs/benchmarks.md`, with stalls of tens of ms.)
+pub(crate) const QUICK_SYNC: Duration = Duration::from_millis(1);
+
+impl Rounds {
+    /// The round lock, if a caller may run a round now: no job waits for the thread
+    /// or runs there, and the last fsync was quick.
+    fn free_for_a_quick_round(&self) -> Option<MutexGuard<'_, ()>> {
+        let quick = self.last_sync_micros.load(Ordering::Relaxed) < QUICK_SYNC.as_micros() as u64;
+        if !quick {
+            return None;
+        }
+        let running = self.running.try_lock().ok()?;
+        (self.queued.load(Ordering::SeqCst) == 0).then_some(running)
+    }
+
+    /// Gathers the jobs of `round`, in order, and then `committed` (when there is one)
+    /// into one batch, writes it, fsyncs once, and completes the waiters. The caller
+    /// holds the round lock.
+    fn run(&self, round: Vec<Job>, committed: Option<Option<LogId>>) {
+        let synced = match self.db.upgrade() {
+            Some(db) => write_round(&db, &round, committed, &self.tail, &self.sizes)
+                .map_err(|error| error.to_string())
+                .and_then(|()| self.sync(&db)),
+            None => Err("the database was closed before the log was written".to_string()),
+        };
+        if let Err(reason) = &synced {
+            tracing::error!(%reason, "log writes not durable");
+        }
+        for job in round {
+            waiter_of(job).complete(synced.clone());
+        }
+    }
+
+    /// Fsyncs RocksDB's write-ahead log, and notes how long that took.
+    fn sync(&self, db: &DB) -> Result<(), String> {
+        let started = Instant::now();
+        let synced = db
+            .flush_wal(true)
+            .map_err(|e| format!("fsync of the write-ahead log failed: {e}"));
+        let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        self.last_sync_micros.store(micros, Ordering::Relaxed);
+        synced
+    }
+}
+
 /// How long a committed log id left before the thread went to sleep is held back, so
 /// that the next append's fsync covers it instead of running just before it.
 const IDLE_SYNC_DELAY: Duration = Duration::from_millis(5);
@@ -256,30 +360,31 @@ const GROUP_COMMIT_LINGER: Duration = Duration::from_millis(1);
 /// while it slept is written after this long if no job comes first.
 const COMMIT_RECORD_DELAY: Duration = Duration::from_millis(50);
 
-fn run(
-    db: &Weak<DB>,
-    tail: &LogTail,
-    sizes: &StoreSizes,
-    jobs: &Receiver<Job>,
-    commit: &PendingCommit,
-) {
+fn run(rounds: &Rounds, jobs: &Receiver<Job>) {
     // A job that came in while the last round (which appended) wrote and synced.
     let mut arrived_meanwhile: Option<Job> = None;
     loop {
         let arrived_under_load = arrived_meanwhile.as_ref().is_some_and(Job::is_append);
-        let (round, closed) = gather(jobs, arrived_meanwhile.take(), commit, GROUP_COMMIT_LINGER);
+        let (round, closed) = gather(
+            jobs,
+            arrived_meanwhile.take(),
+            &rounds.commit,
+            GROUP_COMMIT_LINGER,
+        );
         let appended = round.iter().any(Job::is_append);
-        // Alone, a write's next hand-offs are worth a CPU kept awake; under load the
-        // CPUs are busy anyway, and a spinning thread would only be preempted.
         let entries = round.iter().map(Job::entry_count).sum();
-        if under_load(arrived_under_load, entries) {
-            spin_window::stand_down();
-        } else if appended {
-            spin_window::touch();
-        }
-        let committed = commit.take();
-        if !round.is_empty() || committed.is_some() {
-            run_round(db, tail, sizes, round, committed);
+        keep_awake_after(under_load(arrived_under_load, entries), appended);
+        {
+            let _running = rounds
+                .running
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            let committed = rounds.commit.take();
+            let jobs_done = round.len();
+            if !round.is_empty() || committed.is_some() {
+                rounds.run(round, committed);
+            }
+            rounds.queued.fetch_sub(jobs_done, Ordering::SeqCst);
         }
         if closed {
             break;
@@ -287,6 +392,16 @@ fn run(
         if appended {
             arrived_meanwhile = jobs.try_recv().ok();
         }
+    }
+}
+
+/// Alone, a write's next hand-offs are worth a CPU kept awake; under load the CPUs
+/// are busy anyway, and a spinning thread would only be preempted.
+fn keep_awake_after(under_load: bool, appended: bool) {
+    if under_load {
+        spin_window::stand_down();
+    } else if appended {
+        spin_window::touch();
     }
 }
 
@@ -334,32 +449,6 @@ fn next_job(jobs: &Receiver<Job>, commit: &PendingCommit) -> (Option<Job>, bool)
         Ok(job) => (Some(job), false),
         Err(RecvTimeoutError::Timeout) => (None, false),
         Err(RecvTimeoutError::Disconnected) => (None, true),
-    }
-}
-
-/// Gathers the jobs of `round`, in order, and then `committed` (when there is one)
-/// into one batch, writes it, fsyncs once, and completes the waiters.
-fn run_round(
-    db: &Weak<DB>,
-    tail: &LogTail,
-    sizes: &StoreSizes,
-    round: Vec<Job>,
-    committed: Option<Option<LogId>>,
-) {
-    let synced = match db.upgrade() {
-        Some(db) => write_round(&db, &round, committed, tail, sizes)
-            .map_err(|error| error.to_string())
-            .and_then(|()| {
-                db.flush_wal(true)
-                    .map_err(|e| format!("fsync of the write-ahead log failed: {e}"))
-            }),
-        None => Err("the database was closed before the log was written".to_string()),
-    };
-    if let Err(reason) = &synced {
-        tracing::error!(%reason, "log writes not durable");
-    }
-    for job in round {
-        waiter_of(job).complete(synced.clone());
     }
 }
 
@@ -423,6 +512,28 @@ fn describe(round: &[Job], committed: Option<Option<LogId>>) -> String {
     parts.join(", ")
 }
 
+/// Whether `entries` encode within `limit` bytes; counting stops past it.
+fn encode_within(entries: &[Entry], limit: usize) -> bool {
+    /// Counts bytes, and refuses any past its limit.
+    struct Budget(usize);
+    impl io::Write for Budget {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            self.0 = self
+                .0
+                .checked_sub(bytes.len())
+                .ok_or_else(|| io::Error::other("over the limit"))?;
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut budget = Budget(limit);
+    entries
+        .iter()
+        .all(|entry| serde_json::to_writer(&mut budget, entry).is_ok())
+}
+
 /// Encodes `entries` into `batch` and notes each one's log id and size in `written`.
 fn put_entries(
     batch: &mut WriteBatch,
@@ -462,6 +573,7 @@ fn delete_from(batch: &mut WriteBatch, db: &DB, first: u64) -> Result<(), StoreE
 
 #[cfg(test)]
 mod tests {
+    use openraft::type_config::TypeConfigExt;
     use rocksdb::IteratorMode;
 
     use super::*;
@@ -538,6 +650,92 @@ mod tests {
         write_round(&db, &[], Some(None), &tail, &sizes).unwrap();
         let committed: Option<LogId> = read_json(&db, CF_META, KEY_COMMITTED).unwrap();
         assert_eq!(committed, None);
+    }
+
+    /// A writer on a fresh database in `dir`, with the database kept open by the caller.
+    fn writer_in(dir: &std::path::Path) -> (Arc<DB>, LogWriter) {
+        let db = open(dir).unwrap();
+        let writer = LogWriter::start(&db, LogTail::default(), StoreSizes::default()).unwrap();
+        (db, writer)
+    }
+
+    #[test]
+    fn a_followers_append_to_an_idle_writer_is_on_disk_when_the_call_returns() {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, writer) = writer_in(dir.path());
+        writer.commit(Some(log_id(1, 1)));
+        let (flushed, mut answer) = FleetRaft::oneshot();
+
+        writer.append_as_follower(blanks(1, 1..=1), IOFlushed::signal(flushed));
+
+        // Completed on this thread: the thread would have needed a wake-up and an fsync.
+        let result = answer
+            .try_recv()
+            .expect("completed before the call returned");
+        assert!(result.is_ok(), "{result:?}");
+        assert_eq!(stored_log(&db), [log_id(1, 1)]);
+        let committed: Option<LogId> = read_json(&db, CF_META, KEY_COMMITTED).unwrap();
+        assert_eq!(
+            committed,
+            Some(log_id(1, 1)),
+            "the pending commit rode along"
+        );
+        assert_eq!(writer.thread.rounds.queued.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn a_followers_append_goes_to_the_thread_while_it_has_work_a_round_runs_or_the_disk_stalls() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_db, writer) = writer_in(dir.path());
+        let rounds = &writer.thread.rounds;
+        assert!(rounds.free_for_a_quick_round().is_some(), "idle and quick");
+
+        rounds.queued.store(1, Ordering::SeqCst);
+        assert!(
+            rounds.free_for_a_quick_round().is_none(),
+            "a job queued before must be written first"
+        );
+        rounds.queued.store(0, Ordering::SeqCst);
+
+        let running = rounds.running.lock().unwrap();
+        assert!(
+            rounds.free_for_a_quick_round().is_none(),
+            "a round is running"
+        );
+        drop(running);
+
+        let slow = QUICK_SYNC.as_micros() as u64;
+        rounds.last_sync_micros.store(slow, Ordering::Relaxed);
+        assert!(
+            rounds.free_for_a_quick_round().is_none(),
+            "the last fsync took {slow} µs"
+        );
+    }
+
+    #[test]
+    fn the_thread_counts_down_the_jobs_it_completed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, writer) = writer_in(dir.path());
+        let (flushed, answer) = FleetRaft::oneshot();
+        writer.append(blanks(1, 1..=1), IOFlushed::signal(flushed));
+        let result = answer.blocking_recv().expect("answered");
+        assert!(result.is_ok(), "{result:?}");
+        let (done, answer) = oneshot::channel();
+        assert!(writer.send(Job::Barrier { done }).is_ok());
+        answer.blocking_recv().unwrap().unwrap();
+        // Counted down under the round lock, after the answers: wait for the lock.
+        drop(writer.thread.rounds.running.lock().unwrap());
+        assert_eq!(writer.thread.rounds.queued.load(Ordering::SeqCst), 0);
+        assert_eq!(stored_log(&db), [log_id(1, 1)]);
+    }
+
+    #[test]
+    fn entries_are_small_enough_for_the_callers_thread_only_within_the_budget() {
+        let entries = blanks(1, 1..=3);
+        let encoded: usize = entries.iter().map(|e| to_json(e, "e").unwrap().len()).sum();
+        assert!(encode_within(&entries, encoded), "exactly the budget");
+        assert!(!encode_within(&entries, encoded - 1), "one byte over");
+        assert!(encode_within(&[], 0), "nothing to write");
     }
 
     /// The indexes of the appends in `round`, in order.

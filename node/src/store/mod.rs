@@ -29,7 +29,8 @@
 //! - [`error`]: `StoreError`, naming the path, column family and operation that failed.
 //! - `database`: the column families, opening, synced and unsynced writes.
 //! - `log_writer`: `LogWriter`, the thread that writes appends, truncations and the
-//!   newest committed log id, one fsync for every job waiting, then their callbacks.
+//!   newest committed log id, one fsync for every job waiting, then their callbacks;
+//!   a follower's append may run the same round on its caller's thread.
 //! - `log_tail`: `LogTail`, the newest log entries in memory: those not yet in RocksDB,
 //!   readable meanwhile, and the most recent written ones, for replication.
 
@@ -56,14 +57,15 @@ pub use state_handle::StateHandle;
 pub use state_machine_store::{AppliedEffects, StateMachineStore};
 pub use store_sizes::StoreSizes;
 
-/// Opens the store in `dir` (creating the directory and database if needed) and
-/// restores the state from its last snapshot. Effects of commands applied from now on
-/// are sent to `effects`.
+/// Opens the store in `dir` (creating the directory and database if needed) for the
+/// node whose Raft id is `node_id`, and restores the state from its last snapshot.
+/// Effects of commands applied from now on are sent to `effects`.
 ///
 /// Fails if the directory cannot be created, RocksDB cannot open it (for example,
 /// another process holds it), or the stored snapshot cannot be decoded.
 pub fn open_store(
     dir: &Path,
+    node_id: u64,
     effects: mpsc::UnboundedSender<AppliedEffects>,
 ) -> Result<(LogStore, StateMachineStore, StateHandle), StoreError> {
     let db = database::open(dir)?;
@@ -73,6 +75,6 @@ pub fn open_store(
     // The log above the snapshot was written since it, before a restart or not.
     let above_snapshot = handle.applied_index().saturating_add(1);
     sizes.add_log_bytes(log_store::log_bytes_from(&db, above_snapshot)?);
-    let log_store = LogStore::new(db, sizes)?;
+    let log_store = LogStore::new(db, node_id, sizes)?;
     Ok((log_store, state_machine, handle))
 }

@@ -407,7 +407,7 @@ mod tests {
         store_as_an_earlier_build(dir.path(), &state);
 
         let (log, mut machine, handle) =
-            open_store(dir.path(), mpsc::unbounded_channel().0).unwrap();
+            open_store(dir.path(), 1, mpsc::unbounded_channel().0).unwrap();
         assert_eq!(
             read_state(&handle),
             state,
@@ -426,7 +426,8 @@ mod tests {
         );
         drop((log, machine, handle));
 
-        let (_log, _machine, handle) = open_store(dir.path(), mpsc::unbounded_channel().0).unwrap();
+        let (_log, _machine, handle) =
+            open_store(dir.path(), 1, mpsc::unbounded_channel().0).unwrap();
         assert_eq!(read_state(&handle), state, "restored from the file");
     }
 
@@ -434,7 +435,7 @@ mod tests {
     async fn a_built_snapshot_older_than_the_stored_one_does_not_replace_it() {
         let dir = tempfile::tempdir().unwrap();
         let (_log, mut machine, _handle) =
-            open_store(dir.path(), mpsc::unbounded_channel().0).unwrap();
+            open_store(dir.path(), 1, mpsc::unbounded_channel().0).unwrap();
         let newer = SnapshotMeta {
             last_log_id: Some(log_id(2, 9)),
             last_membership: StoredMembership::default(),
