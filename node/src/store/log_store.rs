@@ -351,8 +351,10 @@ impl RaftLogStorage<FleetRaft> for LogStore {
         // Readable now; written, synced and reported durable by the writer (or here,
         // for a follower).
         self.tail.insert(&entries);
-        let leaders_own = entries[0].log_id.leader_id.node_id == self.own_id;
-        if leaders_own {
+        // Entries of this node's own terms: it leads (or, rarely, a later leader sends
+        // back entries of a term it led, which may as well take the thread).
+        let own_terms = entries[0].log_id.leader_id.node_id == self.own_id;
+        if own_terms {
             self.writer.append(entries, callback);
         } else {
             self.writer.append_as_follower(entries, callback);

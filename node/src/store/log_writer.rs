@@ -294,7 +294,7 @@ impl LogWriter {
 /// slower sync means the disk is stalling, and the next append goes to the log
 /// writer's thread, whose sync, once quick again, lets the caller sync again. (Syncs
 /// take 30–180 µs on the hosts in `docs/benchmarks.md`, with stalls of tens of ms.)
-pub(crate) const QUICK_SYNC: Duration = Duration::from_millis(1);
+const QUICK_SYNC: Duration = Duration::from_millis(1);
 
 impl Rounds {
     /// The round lock, if a caller may run a round now: no job waits for the thread
