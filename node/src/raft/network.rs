@@ -64,10 +64,21 @@ fn encode<Req: Serialize>(request: &Req) -> Result<Vec<u8>, RPCError<FleetRaft>>
 pub(crate) const ON_RUNTIME_BYTES_MAX: usize = 64 * 1024;
 
 /// A buffer that refuses to grow past its cap.
-struct CappedBuffer {
-    bytes: Vec<u8>,
+pub(crate) struct CappedBuffer {
+    pub(crate) bytes: Vec<u8>,
     cap: usize,
-    overflowed: bool,
+    pub(crate) overflowed: bool,
+}
+
+impl CappedBuffer {
+    /// An empty buffer that takes at most `cap` bytes.
+    pub(crate) fn new(cap: usize) -> Self {
+        Self {
+            bytes: Vec::new(),
+            cap,
+            overflowed: false,
+        }
+    }
 }
 
 impl std::io::Write for CappedBuffer {
@@ -90,11 +101,7 @@ impl std::io::Write for CappedBuffer {
 async fn encode_entries(
     rpc: AppendEntriesRequest<FleetRaft>,
 ) -> Result<Vec<u8>, RPCError<FleetRaft>> {
-    let mut buffer = CappedBuffer {
-        bytes: Vec::new(),
-        cap: ON_RUNTIME_BYTES_MAX,
-        overflowed: false,
-    };
+    let mut buffer = CappedBuffer::new(ON_RUNTIME_BYTES_MAX);
     match serde_json::to_writer(&mut buffer, &rpc) {
         Ok(()) => Ok(buffer.bytes),
         Err(_) if buffer.overflowed => encode_off_runtime(rpc).await,

@@ -56,7 +56,7 @@ use super::log_store::KEY_COMMITTED;
 use super::log_tail::LogTail;
 use super::store_sizes::StoreSizes;
 use crate::raft::FleetRaft;
-use crate::raft::network::ON_RUNTIME_BYTES_MAX;
+use crate::raft::network::{CappedBuffer, ON_RUNTIME_BYTES_MAX};
 use crate::runtime::spin_window;
 
 type Entry = EntryOf<FleetRaft>;
@@ -64,9 +64,11 @@ type LogId = LogIdOf<FleetRaft>;
 
 /// What the thread does, in the order it was asked.
 enum Job {
-    /// Write `entries`; complete `flushed` once they are on disk.
+    /// Write `entries` (as `encoded`, when the caller encoded them already, one by
+    /// one); complete `flushed` once they are on disk.
     Append {
         entries: Vec<Entry>,
+        encoded: Option<Vec<Vec<u8>>>,
         flushed: IOFlushed<FleetRaft>,
     },
     /// Delete the log from index `first` on; answer once that is on disk.
@@ -223,7 +225,12 @@ impl LogWriter {
 
     /// Writes `entries` and completes `flushed` once they are on disk.
     pub(crate) fn append(&self, entries: Vec<Entry>, flushed: IOFlushed<FleetRaft>) {
-        if let Err(Job::Append { flushed, .. }) = self.send(Job::Append { entries, flushed }) {
+        let job = Job::Append {
+            entries,
+            encoded: None,
+            flushed,
+        };
+        if let Err(Job::Append { flushed, .. }) = self.send(job) {
             flushed.io_completed(Err(io::Error::other("the log writer has stopped")));
         }
     }
@@ -235,15 +242,20 @@ impl LogWriter {
     /// them for the thread.
     pub(crate) fn append_as_follower(&self, entries: Vec<Entry>, flushed: IOFlushed<FleetRaft>) {
         let rounds = &self.thread.rounds;
-        let round_here = rounds
-            .free_for_a_quick_round()
-            .filter(|_| encode_within(&entries, ON_RUNTIME_BYTES_MAX));
-        let Some(_running) = round_here else {
+        let Some(_running) = rounds.free_for_a_quick_round() else {
+            return self.append(entries, flushed);
+        };
+        let Some(encoded) = encode_within(&entries, ON_RUNTIME_BYTES_MAX) else {
             return self.append(entries, flushed);
         };
         keep_awake_after(under_load(false, entries.len()), true);
         let committed = rounds.commit.take();
-        rounds.run(vec![Job::Append { entries, flushed }], committed);
+        let job = Job::Append {
+            entries,
+            encoded: Some(encoded),
+            flushed,
+        };
+        rounds.run(vec![job], committed);
     }
 
     /// Deletes the log from index `first` on, after every append queued before, and
@@ -465,7 +477,9 @@ fn write_round(
     let mut written = Vec::new();
     for job in round {
         match job {
-            Job::Append { entries, .. } => put_entries(&mut batch, db, entries, &mut written),
+            Job::Append {
+                entries, encoded, ..
+            } => put_entries(&mut batch, db, entries, encoded.as_deref(), &mut written),
             Job::Truncate { first, .. } => delete_from(&mut batch, db, *first),
             Job::Barrier { .. } => Ok(()),
         }?;
@@ -512,40 +526,42 @@ fn describe(round: &[Job], committed: Option<Option<LogId>>) -> String {
     parts.join(", ")
 }
 
-/// Whether `entries` encode within `limit` bytes; counting stops past it.
-fn encode_within(entries: &[Entry], limit: usize) -> bool {
-    /// Counts bytes, and refuses any past its limit.
-    struct Budget(usize);
-    impl io::Write for Budget {
-        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-            self.0 = self
-                .0
-                .checked_sub(bytes.len())
-                .ok_or_else(|| io::Error::other("over the limit"))?;
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut budget = Budget(limit);
+/// `entries` encoded one by one, unless together they take more than `limit` bytes
+/// (encoding stops there) or one cannot be encoded (the thread will say why).
+fn encode_within(entries: &[Entry], limit: usize) -> Option<Vec<Vec<u8>>> {
+    let mut left = limit;
     entries
         .iter()
-        .all(|entry| serde_json::to_writer(&mut budget, entry).is_ok())
+        .map(|entry| {
+            let mut buffer = CappedBuffer::new(left);
+            serde_json::to_writer(&mut buffer, entry).ok()?;
+            left -= buffer.bytes.len();
+            Some(buffer.bytes)
+        })
+        .collect()
 }
 
-/// Encodes `entries` into `batch` and notes each one's log id and size in `written`.
+/// Puts `entries` into `batch` (as `encoded`, when given, else encoding them here)
+/// and notes each one's log id and size in `written`.
 fn put_entries(
     batch: &mut WriteBatch,
     db: &DB,
     entries: &[Entry],
+    encoded: Option<&[Vec<u8>]>,
     written: &mut Vec<(LogId, usize)>,
 ) -> Result<(), StoreError> {
     let family = column_family(db, CF_LOG)?;
-    for entry in entries {
-        let encoded = to_json(entry, "a log entry")?;
-        written.push((entry.log_id, encoded.len()));
-        batch.put_cf(family, entry.log_id.index.to_be_bytes(), encoded);
+    for (position, entry) in entries.iter().enumerate() {
+        let encoded_here;
+        let bytes: &[u8] = match encoded {
+            Some(encoded) => &encoded[position],
+            None => {
+                encoded_here = to_json(entry, "a log entry")?;
+                &encoded_here
+            }
+        };
+        written.push((entry.log_id, bytes.len()));
+        batch.put_cf(family, entry.log_id.index.to_be_bytes(), bytes);
     }
     Ok(())
 }
@@ -583,6 +599,7 @@ mod tests {
     fn append(entries: Vec<Entry>) -> Job {
         Job::Append {
             entries,
+            encoded: None,
             flushed: IOFlushed::noop(),
         }
     }
@@ -733,9 +750,15 @@ mod tests {
     fn entries_are_small_enough_for_the_callers_thread_only_within_the_budget() {
         let entries = blanks(1, 1..=3);
         let encoded: usize = entries.iter().map(|e| to_json(e, "e").unwrap().len()).sum();
-        assert!(encode_within(&entries, encoded), "exactly the budget");
-        assert!(!encode_within(&entries, encoded - 1), "one byte over");
-        assert!(encode_within(&[], 0), "nothing to write");
+        assert!(
+            encode_within(&entries, encoded).is_some(),
+            "exactly the budget"
+        );
+        assert!(
+            encode_within(&entries, encoded - 1).is_none(),
+            "one byte over"
+        );
+        assert!(encode_within(&[], 0).is_some(), "nothing to write");
     }
 
     /// The indexes of the appends in `round`, in order.
