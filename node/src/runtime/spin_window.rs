@@ -7,9 +7,9 @@
 //! leader and a follower. Where the CPUs halt as soon as they are idle (measured on
 //! virtual machines whose idle CPUs do not poll; a desktop's deep sleep states should
 //! act alike), each hand-off to a thread whose CPU halted waits for that CPU to wake,
-//! and the thread then runs from cold caches. Go's runtime, and the kernel's `haltpoll` idle driver, spin a while before
-//! they sleep for that reason; this does the same for the whole process, without
-//! delaying any of its threads.
+//! and the thread then runs from cold caches. Go's runtime, and the kernel's
+//! `haltpoll` idle driver, spin a while before they sleep for that reason; this does
+//! the same for the whole process, without delaying any of its threads.
 //!
 //! One thread holds the window, in one of two ways ([`Keeper`]):
 //! - where a `cpuidle` driver runs and the process may write `/dev/cpu_dma_latency`,
