@@ -24,7 +24,7 @@ dev: deps
 	cargo build --workspace --all-targets
 	$(CARGO_TARGET_DIR)/debug/fleetctl dev --dir $(DEV_DIR)
 
-## Runs the whole gate: formatting, lints, and every test.
+## Runs the whole gate: formatting, lints, docs, and every test.
 test: deps gate
 
 # The container fault tests (tests/partitions.rs) run where a Docker engine answers,
@@ -36,6 +36,8 @@ gate:
 	@echo "container fault tests: FLEET_REQUIRE_DOCKER=$(FLEET_REQUIRE_DOCKER)"
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	# Every module's docs build, and every link in them resolves (private items too).
+	RUSTDOCFLAGS=-Dwarnings cargo doc --workspace --no-deps --document-private-items
 	# The process tests start the fleetd and fleetctl binaries of this build.
 	cargo build --workspace --all-targets
 	@if cargo nextest --version >/dev/null 2>&1; then \

@@ -188,7 +188,7 @@ pub fn cpu_count() -> Result<usize> {
 
 /// Linux counts CPU time in `/proc/<pid>/stat` and `/proc/stat` in ticks of 1/100 s
 /// (`USER_HZ`, 100 on every architecture the kernel exports it as).
-const TICKS_PER_SEC: u64 = 100;
+pub const TICKS_PER_SEC: u64 = 100;
 
 /// The CPU time (user and system, all threads) the processes `pids` have spent.
 pub fn cpu_time(pids: &[u32]) -> Result<Duration> {

@@ -11,7 +11,7 @@
 //! `haltpoll` idle driver, spin a while before they sleep for that reason; this does
 //! the same for the whole process, without delaying any of its threads.
 //!
-//! One thread holds the window, in one of two ways ([`Keeper`]):
+//! One thread holds the window, in one of two ways (`Keeper`):
 //! - where a `cpuidle` driver runs and the process may write `/dev/cpu_dma_latency`,
 //!   it holds a [`CpuLatencyRequest`] of 0 µs for the window: the idle CPUs poll in
 //!   the kernel's idle loop, and a wake-up aimed at one needs no interrupt at all;

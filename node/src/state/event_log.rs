@@ -10,7 +10,7 @@
 //! claimant; a second claim is refused with the holder's name.
 //!
 //! The log never shrinks, so nothing an append does may grow with it: a repeated
-//! idempotency key is found in a [`KeyIndex`] of (author, key), not by a scan of the
+//! idempotency key is found in a `KeyIndex` of (author, key), not by a scan of the
 //! events. Nor may a copy of the state grow with it more than it must: each event is
 //! held in an [`Arc`], so the copy a snapshot encodes shares the events, which never
 //! change, instead of copying every string of every one.

@@ -4,8 +4,8 @@
 //! Raft's safety rests on what a node has acknowledged: an appended entry or a granted
 //! vote must still be there after a crash. A vote or purge is a `WriteBatch` written
 //! with `sync = true` before the call returns. A leader's append does no I/O on the
-//! caller's task: its entries go to the [`LogTail`] (readable from there the moment
-//! `append` returns, as openraft requires) and to the [`LogWriter`] thread, which
+//! caller's task: its entries go to the `LogTail` (readable from there the moment
+//! `append` returns, as openraft requires) and to the `LogWriter` thread, which
 //! writes them and completes their `IOFlushed` callback — what lets Raft count them
 //! as durable here — only after an fsync that covers them. A truncation goes through
 //! the same thread, after the appends queued before it. So a leader's Raft sends its
@@ -13,7 +13,7 @@
 //! appends share one fsync. A follower's append (entries of another node's term) is
 //! written and synced on the caller's task when the writer is idle and the disk quick,
 //! since a follower waits for that sync before anything else anyway
-//! ([`LogWriter::append_as_follower`]).
+//! (`LogWriter::append_as_follower`).
 //! (openraft's own 0.9 RocksDB example writes without syncing at all; this store
 //! does not copy it.)
 //!
@@ -27,9 +27,6 @@
 //! family `meta` holds `vote`, `committed` and `last_purged` as JSON. A purge records
 //! the purge point and deletes the entries in one batch, so the log never shows a hole
 //! nor loses its purge point.
-//!
-//! [`LogTail`]: super::log_tail::LogTail
-//! [`LogWriter`]: super::log_writer::LogWriter
 
 use std::fmt::Debug;
 use std::io;

@@ -2,7 +2,7 @@
 //! the pure [`FleetState`], with the current snapshot persisted in RocksDB.
 //!
 //! The state lives in memory (it is small, and the pure state machine is fast); what
-//! survives a restart is the last snapshot, in its own [`SnapshotFile`] beside the
+//! survives a restart is the last snapshot, in its own `SnapshotFile` beside the
 //! database, plus the log and the committed log id in the [`LogStore`]. On open the
 //! state is restored from that snapshot, so `applied_state()` reports the snapshot's
 //! last log id, and openraft re-applies the committed entries after it. A store written
@@ -21,7 +21,6 @@
 //! openraft's `SnapshotMeta` beside it and are stored next to the bytes.
 //!
 //! [`LogStore`]: super::LogStore
-//! [`SnapshotFile`]: super::snapshot_file::SnapshotFile
 //! [`Command`]: crate::state::Command
 
 use std::io;
