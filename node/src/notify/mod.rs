@@ -3,9 +3,10 @@
 //! A notification enters the replicated `state::outbox::Outbox` in the same command
 //! as the change it announces. The *primary* delivers it to every sink configured on
 //! it (`[[notify]]` in its node config): the runtime's delivery loop calls
-//! [`attempt`](fn@attempt) for one notification at one sink, commits the outcome through Raft as
-//! `RecordDelivery`, and asks [`RetryPolicy`] when to try again. This module does no
-//! bookkeeping of its own; what was delivered is only ever what the fleet state says.
+//! [`attempt`](fn@attempt) for one notification at one sink, commits the outcome
+//! through Raft as `RecordDelivery`, and asks [`RetryPolicy`] when to try again. This
+//! module does no bookkeeping of its own; what was delivered is only ever what the
+//! fleet state says.
 //!
 //! Delivery is *at least once*: a primary can fail between a sink's acknowledgement
 //! and the commit of that result, and the next primary sends again. Every attempt
@@ -17,7 +18,8 @@
 //! # Layout
 //! - [`sink_config`]: `SinkConfig` and `SinkKind` from `[[notify]]`; `validate_all`,
 //!   `resolve_against` (token files, relative programs).
-//! - [`attempt`](mod@attempt): `Attempt`, the one-attempt function `attempt()`, `http_client()`.
+//! - [`attempt`](mod@attempt): `Attempt`, the one-attempt function `attempt()`,
+//!   `http_client()`.
 //! - [`http_message`]: the request each HTTP kind (ntfy, Discord, Slack, webhook)
 //!   is sent.
 //! - [`payload`]: `NotificationPayload`, the generic JSON for webhooks and commands.

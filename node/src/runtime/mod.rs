@@ -17,7 +17,8 @@
 //! - [`cpu_latency_request`]: the process's request to the kernel's CPU latency QoS,
 //!   which the window holds where it may.
 //! - [`succession`]: the successor stands as soon as a silent leader's lease ends.
-//! - [`start`](mod@start): wiring a node from its config: store, Raft, transports, API server.
+//! - [`start`](mod@start): wiring a node from its config: store, Raft, transports,
+//!   API server.
 
 pub mod cpu_latency_request;
 pub mod driver;
