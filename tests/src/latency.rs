@@ -162,7 +162,7 @@ impl LatencyRun {
 }
 
 /// The CPU time the hypervisor has taken from this virtual machine's CPUs since boot,
-/// in ticks of [`TICKS_PER_SEC`]: the `steal` column of `/proc/stat`.
+/// in ticks of `TICKS_PER_SEC`: the `steal` column of `/proc/stat`.
 pub fn stolen_ticks() -> Result<u64> {
     let stat = std::fs::read_to_string("/proc/stat").context("reading /proc/stat")?;
     // `cpu user nice system idle iowait irq softirq steal ...`
@@ -188,7 +188,7 @@ pub fn cpu_count() -> Result<usize> {
 
 /// Linux counts CPU time in `/proc/<pid>/stat` and `/proc/stat` in ticks of 1/100 s
 /// (`USER_HZ`, 100 on every architecture the kernel exports it as).
-pub const TICKS_PER_SEC: u64 = 100;
+const TICKS_PER_SEC: u64 = 100;
 
 /// The CPU time (user and system, all threads) the processes `pids` have spent.
 pub fn cpu_time(pids: &[u32]) -> Result<Duration> {
