@@ -63,6 +63,9 @@ fn encode<Req: Serialize>(request: &Req) -> Result<Vec<u8>, RPCError<FleetRaft>>
 /// the runtime's workers).
 pub(crate) const ON_RUNTIME_BYTES_MAX: usize = 64 * 1024;
 
+/// The bytes a [`CappedBuffer`] holds before it first grows.
+const FIRST_CAPACITY: usize = 1024;
+
 /// A buffer that refuses to grow past its cap.
 pub(crate) struct CappedBuffer {
     pub(crate) bytes: Vec<u8>,
@@ -71,24 +74,54 @@ pub(crate) struct CappedBuffer {
 }
 
 impl CappedBuffer {
-    /// An empty buffer that takes at most `cap` bytes.
-    pub(crate) fn new(cap: usize) -> Self {
+    /// An empty buffer that takes at most `cap` bytes, with room for a small message
+    /// (an append that carries one event fits), so that it does not grow again and
+    /// again as the tokens come.
+    fn new(cap: usize) -> Self {
         Self {
-            bytes: Vec::new(),
+            bytes: Vec::with_capacity(cap.min(FIRST_CAPACITY)),
             cap,
             overflowed: false,
         }
     }
+
+    /// `value` as JSON in a buffer of at most `cap` bytes, and whether that worked (when
+    /// it did not, `overflowed` tells a value too large from one that cannot be
+    /// encoded). The serializer owns the buffer, so each token it writes is a direct
+    /// call of [`write_all`](std::io::Write::write_all) below.
+    pub(crate) fn json<T: Serialize + ?Sized>(
+        value: &T,
+        cap: usize,
+    ) -> (Self, serde_json::Result<()>) {
+        let mut serializer = serde_json::Serializer::new(Self::new(cap));
+        let result = value.serialize(&mut serializer);
+        (serializer.into_inner(), result)
+    }
 }
 
+/// `serde_json` writes a token at a time (a brace, a key, a number), a dozen or more
+/// per log id, some 660 for one write on the leader of three nodes (its log entry and
+/// two appends), so each write is one bounds check and a copy: `write_all` is the call
+/// it makes, and left to its default it would loop through `write` for each token.
 impl std::io::Write for CappedBuffer {
+    #[inline]
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.write_all(buf).map(|()| buf.len())
+    }
+
+    #[inline]
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
         if self.bytes.len() + buf.len() > self.cap {
             self.overflowed = true;
             return Err(std::io::Error::other("over the cap"));
         }
-        self.bytes.extend_from_slice(buf);
-        Ok(buf.len())
+        // Most tokens are one byte (`{`, `"`, `:`, `,`), which a push stores without
+        // calling `memcpy`.
+        match buf {
+            [byte] => self.bytes.push(*byte),
+            _ => self.bytes.extend_from_slice(buf),
+        }
+        Ok(())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
@@ -101,8 +134,8 @@ impl std::io::Write for CappedBuffer {
 async fn encode_entries(
     rpc: AppendEntriesRequest<FleetRaft>,
 ) -> Result<Vec<u8>, RPCError<FleetRaft>> {
-    let mut buffer = CappedBuffer::new(ON_RUNTIME_BYTES_MAX);
-    match serde_json::to_writer(&mut buffer, &rpc) {
+    let (buffer, encoded) = CappedBuffer::json(&rpc, ON_RUNTIME_BYTES_MAX);
+    match encoded {
         Ok(()) => Ok(buffer.bytes),
         Err(_) if buffer.overflowed => encode_off_runtime(rpc).await,
         Err(error) => Err(RPCError::Network(NetworkError::new(&error))),
@@ -334,6 +367,48 @@ mod tests {
             let expected = serde_json::to_vec(&rpc).unwrap();
             assert_eq!(encode_entries(rpc).await.unwrap(), expected, "{size} bytes");
         }
+    }
+
+    #[test]
+    fn an_append_of_one_event_is_encoded_without_growing_its_buffer() {
+        use crate::raft::type_config::node_id;
+        use crate::state::event_log::{EventStatus, NewEvent};
+
+        let leader = node_id("beast");
+        let committed = <FleetRaft as RaftTypeConfig>::LeaderId::new_committed(7, leader);
+        let log_id = |index| LogIdOf::<FleetRaft>::new(committed, index);
+        // An event as `fleetctl events append` sends one, with the largest numbers a
+        // long-lived fleet's ids and clock reach.
+        let command = Command {
+            at_ms: 1_800_000_000_000,
+            actor: Actor::Operator,
+            request: Request::AppendEvent(NewEvent {
+                event_type: "session.update".into(),
+                stream: "sessions".into(),
+                room: "general".into(),
+                to: "*".into(),
+                correlation_id: Some("c".repeat(36)),
+                status: EventStatus::Open,
+                body: "b".repeat(120),
+                request_id: Some("r".repeat(36)),
+            }),
+        };
+        let rpc = AppendEntriesRequest::<FleetRaft> {
+            vote: VoteOf::<FleetRaft>::new(7, leader),
+            prev_log_id: Some(log_id(u64::MAX - 1)),
+            entries: vec![RaftEntry::new_normal(log_id(u64::MAX), command)],
+            leader_commit: Some(log_id(u64::MAX - 1)),
+        };
+
+        let (buffer, encoded) = CappedBuffer::json(&rpc, ON_RUNTIME_BYTES_MAX);
+        encoded.unwrap();
+        assert_eq!(buffer.bytes, serde_json::to_vec(&rpc).unwrap());
+        assert_eq!(
+            buffer.bytes.capacity(),
+            FIRST_CAPACITY,
+            "{} bytes outgrew the first capacity",
+            buffer.bytes.len()
+        );
     }
 
     #[test]

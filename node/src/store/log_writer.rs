@@ -533,8 +533,8 @@ fn encode_within(entries: &[Entry], limit: usize) -> Option<Vec<Vec<u8>>> {
     entries
         .iter()
         .map(|entry| {
-            let mut buffer = CappedBuffer::new(left);
-            serde_json::to_writer(&mut buffer, entry).ok()?;
+            let (buffer, encoded) = CappedBuffer::json(entry, left);
+            encoded.ok()?;
             left -= buffer.bytes.len();
             Some(buffer.bytes)
         })
