@@ -377,8 +377,8 @@ mod tests {
         let leader = node_id("beast");
         let committed = <FleetRaft as RaftTypeConfig>::LeaderId::new_committed(7, leader);
         let log_id = |index| LogIdOf::<FleetRaft>::new(committed, index);
-        // An event as `fleetctl events append` sends one, with the largest numbers a
-        // long-lived fleet's ids and clock reach.
+        // An event as `fleetctl events append` sends one, its log ids with indexes of
+        // the most digits a `u64` has.
         let command = Command {
             at_ms: 1_800_000_000_000,
             actor: Actor::Operator,
