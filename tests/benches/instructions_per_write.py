@@ -9,7 +9,6 @@ instructions and with what they call.
     instructions_per_write.py DUMP... [--top N]
 """
 import collections
-import re
 import sys
 
 APPLY = "fleet_node::store::state_machine_store::StateMachineStore::apply_entry"
@@ -63,8 +62,8 @@ def main():
     busiest = max(applied for applied, _, _ in dumps)
     if busiest == 0:
         sys.exit("no dump holds an applied entry: was the row too short?")
-    own, calls, inclusive, writes = collections.Counter(), collections.Counter(), collections.Counter(), 0
-    kept = 0
+    own, calls, inclusive = collections.Counter(), collections.Counter(), collections.Counter()
+    kept = writes = 0
     for applied, dump_own, dump_edges in dumps:
         if applied < 0.8 * busiest:
             continue
