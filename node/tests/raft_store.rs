@@ -190,12 +190,19 @@ async fn vote_log_and_committed_survive_a_reopen() {
     assert_eq!(state.last_purged_log_id, Some(log_id(1, 1)));
     assert_eq!(state.last_log_id, Some(log_id(1, 4)));
     let entries = log.try_get_log_entries(0..100).await.expect("entries");
-    let ids: Vec<LogId> = entries.iter().map(|e| e.log_id).collect();
+    let ids: Vec<LogId> = entries.iter().map(|e| e.log_id()).collect();
     assert_eq!(ids, vec![log_id(1, 2), log_id(1, 3), log_id(1, 4)]);
+    // Each carries its JSON, for an append to a follower to copy.
+    for entry in &entries {
+        let json = entry
+            .encoded()
+            .expect("an entry read back carries its JSON");
+        assert_eq!(serde_json::from_slice::<Entry>(json).unwrap(), *entry);
+    }
     assert!(
-        matches!(&entries[1].payload, EntryPayload::Normal(c) if *c == bootstrap),
+        matches!(entries[1].payload(), EntryPayload::Normal(c) if *c == bootstrap),
         "the command came back as written: {:?}",
-        entries[1].payload
+        entries[1].payload()
     );
 }
 
@@ -235,10 +242,13 @@ async fn the_newest_committed_id_is_read_back_at_once_and_after_a_reopen() {
     );
 }
 
-/// The indexes of `entries`, checked to be `expected` in order.
+/// The indexes of `entries`, checked to be `expected` in order, each entry carrying
+/// its JSON (whether it was read from memory or from RocksDB).
 fn assert_indexes(entries: &[Entry], expected: std::ops::RangeInclusive<u64>, what: &str) {
-    let indexes: Vec<u64> = entries.iter().map(|e| e.log_id.index).collect();
+    let indexes: Vec<u64> = entries.iter().map(|e| e.log_id().index).collect();
     assert_eq!(indexes, expected.collect::<Vec<_>>(), "{what}");
+    let bare = entries.iter().filter(|e| e.encoded().is_none()).count();
+    assert_eq!(bare, 0, "{what}: entries without their JSON");
 }
 
 #[tokio::test]

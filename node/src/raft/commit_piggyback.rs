@@ -153,7 +153,7 @@ mod tests {
         let last = request
             .entries
             .last()
-            .map_or(prev, |entry| entry.log_id.index);
+            .map_or(prev, |entry| entry.log_id().index);
         let commit = request.leader_commit.as_ref().map_or(0, |id| id.index);
         (prev, last, commit)
     }

@@ -40,7 +40,7 @@ use serde::de::DeserializeOwned;
 use super::commit_piggyback::piggyback_commits;
 use super::peer::Peer;
 use super::type_config::FleetRaft;
-use super::wire::{SnapshotData, SnapshotEnvelope};
+use super::wire::{SnapshotData, SnapshotEnvelope, append_entries_json};
 use crate::transport::{RpcClient, RpcKind, TransportError};
 
 /// The slowest link a large payload is given time for: 1 MiB/s (about 8 Mbit/s).
@@ -63,88 +63,32 @@ fn encode<Req: Serialize>(request: &Req) -> Result<Vec<u8>, RPCError<FleetRaft>>
 /// the runtime's workers).
 pub(crate) const ON_RUNTIME_BYTES_MAX: usize = 64 * 1024;
 
-/// The bytes a [`CappedBuffer`] holds before it first grows.
-const FIRST_CAPACITY: usize = 1024;
-
-/// A buffer that refuses to grow past its cap.
-pub(crate) struct CappedBuffer {
-    pub(crate) bytes: Vec<u8>,
-    cap: usize,
-    pub(crate) overflowed: bool,
-}
-
-impl CappedBuffer {
-    /// An empty buffer that takes at most `cap` bytes, with room for a small message
-    /// (an append that carries one event fits), so that it does not grow again and
-    /// again as the tokens come.
-    fn new(cap: usize) -> Self {
-        Self {
-            bytes: Vec::with_capacity(cap.min(FIRST_CAPACITY)),
-            cap,
-            overflowed: false,
-        }
-    }
-
-    /// `value` as JSON in a buffer of at most `cap` bytes, and whether that worked (when
-    /// it did not, `overflowed` tells a value too large from one that cannot be
-    /// encoded). The serializer owns the buffer, so each token it writes is a direct
-    /// call of [`write_all`](std::io::Write::write_all) below.
-    pub(crate) fn json<T: Serialize + ?Sized>(
-        value: &T,
-        cap: usize,
-    ) -> (Self, serde_json::Result<()>) {
-        let mut serializer = serde_json::Serializer::new(Self::new(cap));
-        let result = value.serialize(&mut serializer);
-        (serializer.into_inner(), result)
-    }
-}
-
-/// `serde_json` writes a token at a time (a brace, a key, a number), a dozen or more
-/// per log id, some 660 for one write on the leader of three nodes (its log entry and
-/// two appends), so each write is one bounds check and a copy: `write_all` is the call
-/// it makes, and left to its default it would loop through `write` for each token.
-impl std::io::Write for CappedBuffer {
-    #[inline]
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.write_all(buf).map(|()| buf.len())
-    }
-
-    #[inline]
-    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
-        if self.bytes.len() + buf.len() > self.cap {
-            self.overflowed = true;
-            return Err(std::io::Error::other("over the cap"));
-        }
-        // Most tokens are one byte (`{`, `"`, `:`, `,`), which a push stores without
-        // calling `memcpy`.
-        match buf {
-            [byte] => self.bytes.push(*byte),
-            _ => self.bytes.extend_from_slice(buf),
-        }
-        Ok(())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// Encodes entries: in place when they are small (nearly always: no hop to another
-/// thread on a write's path), on the blocking pool when they are not.
+/// Encodes entries (copying the JSON each one carries, [`append_entries_json`]): in
+/// place when they are small (nearly always: no hop to another thread on a write's
+/// path), on the blocking pool when they are not.
 async fn encode_entries(
     rpc: AppendEntriesRequest<FleetRaft>,
 ) -> Result<Vec<u8>, RPCError<FleetRaft>> {
-    let (buffer, encoded) = CappedBuffer::json(&rpc, ON_RUNTIME_BYTES_MAX);
+    let (buffer, encoded) = append_entries_json(&rpc, ON_RUNTIME_BYTES_MAX);
     match encoded {
         Ok(()) => Ok(buffer.bytes),
-        Err(_) if buffer.overflowed => encode_off_runtime(rpc).await,
+        Err(_) if buffer.overflowed => {
+            let encode = move || {
+                let (buffer, encoded) = append_entries_json(&rpc, usize::MAX);
+                encoded.map(|()| buffer.bytes)
+            };
+            tokio::task::spawn_blocking(encode)
+                .await
+                .map_err(|e| RPCError::Network(NetworkError::new(&e)))?
+                .map_err(|e| RPCError::Network(NetworkError::new(&e)))
+        }
         Err(error) => Err(RPCError::Network(NetworkError::new(&error))),
     }
 }
 
-/// Encodes a request that may be large (entries, a snapshot) on the blocking pool, so
-/// that encoding a multi-MiB artifact never holds up the runtime's workers — the
-/// heartbeats and Raft's own task run on them.
+/// Encodes a snapshot, which may be large, on the blocking pool, so that encoding a
+/// multi-MiB one never holds up the runtime's workers — the heartbeats and Raft's own
+/// task run on them.
 async fn encode_off_runtime<Req: Serialize + Send + 'static>(
     request: Req,
 ) -> Result<Vec<u8>, RPCError<FleetRaft>> {
@@ -333,9 +277,10 @@ impl RaftNetworkV2<FleetRaft> for PeerLink {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::raft::capped_buffer::FIRST_CAPACITY;
     use openraft::RaftTypeConfig;
     use openraft::entry::RaftEntry;
-    use openraft::type_config::alias::LogIdOf;
+    use openraft::type_config::alias::{EntryOf, LogIdOf};
     use openraft::vote::RaftLeaderIdExt;
 
     use crate::state::{Actor, Command, Request};
@@ -393,22 +338,31 @@ mod tests {
                 request_id: Some("r".repeat(36)),
             }),
         };
-        let rpc = AppendEntriesRequest::<FleetRaft> {
+        let mut entry = EntryOf::<FleetRaft>::new_normal(log_id(u64::MAX), command);
+        let mut rpc = AppendEntriesRequest::<FleetRaft> {
             vote: VoteOf::<FleetRaft>::new(7, leader),
             prev_log_id: Some(log_id(u64::MAX - 1)),
-            entries: vec![RaftEntry::new_normal(log_id(u64::MAX), command)],
+            entries: vec![entry.clone()],
             leader_commit: Some(log_id(u64::MAX - 1)),
         };
+        let expected = serde_json::to_vec(&rpc).unwrap();
 
-        let (buffer, encoded) = CappedBuffer::json(&rpc, ON_RUNTIME_BYTES_MAX);
-        encoded.unwrap();
-        assert_eq!(buffer.bytes, serde_json::to_vec(&rpc).unwrap());
-        assert_eq!(
-            buffer.bytes.capacity(),
-            FIRST_CAPACITY,
-            "{} bytes outgrew the first capacity",
-            buffer.bytes.len()
-        );
+        // Encoded here, then as the leader sends it: carrying its log's JSON.
+        entry.encode_within(usize::MAX).unwrap();
+        for carried in [false, true] {
+            if carried {
+                rpc.entries = vec![entry.clone()];
+            }
+            let (buffer, encoded) = append_entries_json(&rpc, ON_RUNTIME_BYTES_MAX);
+            encoded.unwrap();
+            assert_eq!(buffer.bytes, expected, "carried: {carried}");
+            assert_eq!(
+                buffer.bytes.capacity(),
+                FIRST_CAPACITY,
+                "{} bytes outgrew the first capacity (carried: {carried})",
+                buffer.bytes.len()
+            );
+        }
     }
 
     #[test]

@@ -3,12 +3,14 @@
 //! A log entry's application data is a state [`Command`] (which already carries the
 //! leader's timestamp and the actor); the response is a [`CommandOutcome`]. Nodes
 //! are identified by a `u64` derived from their name (see [`node_id`]) and described
-//! by a [`Peer`] (name and addresses).
+//! by a [`Peer`] (name and addresses). A log entry is a [`LogEntry`], which carries its
+//! JSON once encoded.
 
 use serde::{Deserialize, Serialize};
 
 use crate::state::{Command, Request, Response, RuleViolation};
 
+use super::log_entry::LogEntry;
 use super::peer::Peer;
 
 openraft::declare_raft_types!(
@@ -18,6 +20,7 @@ openraft::declare_raft_types!(
         R = CommandOutcome,
         NodeId = u64,
         Node = Peer,
+        Entry = LogEntry,
 );
 
 /// What applying one command returned to its proposer.

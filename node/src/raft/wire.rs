@@ -1,10 +1,55 @@
-//! Encodings of Raft messages that have no serde form of their own in openraft:
-//! the snapshot sent whole to a follower behind the purged log.
+//! Encodings of Raft messages beyond openraft's own serde forms: an append that
+//! reuses its entries' JSON, and the snapshot sent whole to a follower behind the
+//! purged log.
 
+use std::io::Write;
+
+use openraft::raft::AppendEntriesRequest;
 use openraft::type_config::alias::{SnapshotMetaOf, SnapshotOf, VoteOf};
 use serde::{Deserialize, Serialize};
 
+use super::capped_buffer::CappedBuffer;
 use super::type_config::FleetRaft;
+
+/// `rpc` as JSON in a buffer of at most `cap` bytes, and whether that worked (as
+/// [`CappedBuffer::json`] says). The bytes are those `serde_json` writes for the
+/// request, field by field in their order, and they decode as such, but each entry
+/// that carries its JSON ([`LogEntry::encoded`]) is copied rather than encoded again.
+///
+/// [`LogEntry::encoded`]: super::log_entry::LogEntry::encoded
+pub(crate) fn append_entries_json(
+    rpc: &AppendEntriesRequest<FleetRaft>,
+    cap: usize,
+) -> (CappedBuffer, serde_json::Result<()>) {
+    let mut buffer = CappedBuffer::new(cap);
+    let result = write_append_entries(rpc, &mut buffer);
+    (buffer, result)
+}
+
+fn write_append_entries(
+    rpc: &AppendEntriesRequest<FleetRaft>,
+    out: &mut CappedBuffer,
+) -> serde_json::Result<()> {
+    let raw =
+        |out: &mut CappedBuffer, bytes: &[u8]| out.write_all(bytes).map_err(serde_json::Error::io);
+    raw(out, b"{\"vote\":")?;
+    serde_json::to_writer(&mut *out, &rpc.vote)?;
+    raw(out, b",\"prev_log_id\":")?;
+    serde_json::to_writer(&mut *out, &rpc.prev_log_id)?;
+    raw(out, b",\"entries\":[")?;
+    for (position, entry) in rpc.entries.iter().enumerate() {
+        if position > 0 {
+            raw(out, b",")?;
+        }
+        match entry.encoded() {
+            Some(json) => raw(out, json)?,
+            None => serde_json::to_writer(&mut *out, entry)?,
+        }
+    }
+    raw(out, b"],\"leader_commit\":")?;
+    serde_json::to_writer(&mut *out, &rpc.leader_commit)?;
+    raw(out, b"}")
+}
 
 /// A snapshot's bytes, as the state machine builds and installs it.
 pub type SnapshotData = Vec<u8>;
@@ -35,5 +80,89 @@ impl SnapshotEnvelope {
             snapshot: self.data,
         };
         (self.vote, snapshot)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openraft::RaftTypeConfig;
+    use openraft::entry::RaftEntry;
+    use openraft::type_config::alias::{EntryOf, LogIdOf};
+    use openraft::vote::RaftLeaderIdExt;
+
+    use crate::raft::log_entry::encode_each_within;
+    use crate::state::{Actor, Command, Request};
+
+    fn log_id(index: u64) -> LogIdOf<FleetRaft> {
+        let leader = <FleetRaft as RaftTypeConfig>::LeaderId::new_committed(3, 1);
+        LogIdOf::<FleetRaft>::new(leader, index)
+    }
+
+    fn entries(first: u64, count: u64) -> Vec<EntryOf<FleetRaft>> {
+        (first..first + count)
+            .map(|index| {
+                let command = Command {
+                    at_ms: index,
+                    actor: Actor::Operator,
+                    request: Request::PublishCapabilities {
+                        markdown: format!("\"quoted\" capability {index}\n"),
+                    },
+                };
+                EntryOf::<FleetRaft>::new_normal(log_id(index), command)
+            })
+            .collect()
+    }
+
+    fn request(entries: Vec<EntryOf<FleetRaft>>) -> AppendEntriesRequest<FleetRaft> {
+        let prev_log_id = entries
+            .first()
+            .and_then(|e| e.log_id().index.checked_sub(1));
+        AppendEntriesRequest {
+            vote: VoteOf::<FleetRaft>::new(3, 1),
+            prev_log_id: prev_log_id.map(log_id),
+            entries,
+            leader_commit: prev_log_id.map(log_id),
+        }
+    }
+
+    fn spliced(rpc: &AppendEntriesRequest<FleetRaft>) -> Vec<u8> {
+        let (buffer, result) = append_entries_json(rpc, usize::MAX);
+        result.unwrap();
+        buffer.bytes
+    }
+
+    #[test]
+    fn an_append_is_the_json_serde_writes_whether_its_entries_carry_theirs_or_not() {
+        let heartbeat = request(Vec::new());
+        assert_eq!(spliced(&heartbeat), serde_json::to_vec(&heartbeat).unwrap());
+
+        let mut carried = entries(5, 3);
+        assert!(encode_each_within(&mut carried, usize::MAX));
+        let mut some_carried = entries(5, 3);
+        some_carried[1].encode_within(usize::MAX).unwrap();
+        for rpc in [
+            request(entries(5, 3)),
+            request(carried),
+            request(some_carried),
+        ] {
+            let expected = serde_json::to_vec(&rpc).unwrap();
+            assert_eq!(spliced(&rpc), expected);
+            let decoded: AppendEntriesRequest<FleetRaft> =
+                serde_json::from_slice(&spliced(&rpc)).unwrap();
+            assert_eq!(decoded.entries, rpc.entries);
+        }
+    }
+
+    #[test]
+    fn a_spliced_append_stops_at_its_cap() {
+        let mut carried = entries(1, 4);
+        assert!(encode_each_within(&mut carried, usize::MAX));
+        let rpc = request(carried);
+        let length = serde_json::to_vec(&rpc).unwrap().len();
+        let (buffer, result) = append_entries_json(&rpc, length - 1);
+        assert!(result.is_err() && buffer.overflowed);
+        let (buffer, result) = append_entries_json(&rpc, length);
+        assert!(result.is_ok() && !buffer.overflowed);
     }
 }

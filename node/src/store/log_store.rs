@@ -4,13 +4,15 @@
 //! Raft's safety rests on what a node has acknowledged: an appended entry or a granted
 //! vote must still be there after a crash. A vote or purge is a `WriteBatch` written
 //! with `sync = true` before the call returns. A leader's append does no I/O on the
-//! caller's task: its entries go to the `LogTail` (readable from there the moment
+//! caller's task: its entries are encoded (when small: each keeps its JSON, see
+//! [`LogEntry`](crate::raft::LogEntry), which the writer stores and the appends to
+//! the followers copy) and go to the `LogTail` (readable from there the moment
 //! `append` returns, as openraft requires) and to the `LogWriter` thread, which
 //! writes them and completes their `IOFlushed` callback — what lets Raft count them
 //! as durable here — only after an fsync that covers them. A truncation goes through
 //! the same thread, after the appends queued before it. So a leader's Raft sends its
-//! entries to its followers while they are encoded and its disk syncs, and concurrent
-//! appends share one fsync. A follower's append (entries of another node's term) is
+//! entries to its followers while its disk syncs, and concurrent appends share one
+//! fsync. A follower's append (entries of another node's term) is
 //! written and synced on the caller's task when the writer is idle and the disk quick,
 //! since a follower waits for that sync before anything else anyway
 //! (`LogWriter::append_as_follower`).
@@ -46,6 +48,8 @@ use super::log_tail::LogTail;
 use super::log_writer::LogWriter;
 use super::store_sizes::StoreSizes;
 use crate::raft::FleetRaft;
+use crate::raft::log_entry::encode_each_within;
+use crate::raft::network::ON_RUNTIME_BYTES_MAX;
 
 type Entry = EntryOf<FleetRaft>;
 type LogId = LogIdOf<FleetRaft>;
@@ -173,7 +177,7 @@ impl LogStore {
             source,
         })?;
         let entry = decode_entry(decode_index(&key)?, &value)?;
-        Ok(Some(entry.log_id))
+        Ok(Some(entry.log_id()))
     }
 
     /// Puts `value` (or deletes the key for `None`) in `meta`, synced.
@@ -232,12 +236,12 @@ pub(super) fn log_bytes_from(db: &DB, first: u64) -> Result<u64, StoreError> {
 /// Appends `entry` to `entries`, refusing a hole before it.
 fn push_contiguous(entries: &mut Vec<Entry>, entry: Entry) -> Result<(), StoreError> {
     if let Some(previous) = entries.last() {
-        let expected = previous.log_id.index + 1;
-        if entry.log_id.index != expected {
+        let expected = previous.log_id().index + 1;
+        if entry.log_id().index != expected {
             return Err(StoreError::Corrupt {
                 what: format!(
                     "the log has a hole: index {expected} is missing before {}",
-                    entry.log_id.index
+                    entry.log_id().index
                 ),
             });
         }
@@ -257,16 +261,16 @@ fn decode_index(key: &[u8]) -> Result<u64, StoreError> {
 }
 
 fn decode_entry(index: u64, value: &[u8]) -> Result<Entry, StoreError> {
-    let entry: Entry = serde_json::from_slice(value).map_err(|source| StoreError::Decode {
+    let entry = Entry::decode(value).map_err(|source| StoreError::Decode {
         column_family: CF_LOG,
         what: format!("the entry at index {index}"),
         source,
     })?;
-    if entry.log_id.index != index {
+    if entry.log_id().index != index {
         return Err(StoreError::Corrupt {
             what: format!(
                 "the entry stored at index {index} has log id {}",
-                entry.log_id
+                entry.log_id()
             ),
         });
     }
@@ -340,17 +344,20 @@ impl RaftLogStorage<FleetRaft> for LogStore {
         I: IntoIterator<Item = Entry> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
-        let entries: Vec<Entry> = entries.into_iter().collect();
+        let mut entries: Vec<Entry> = entries.into_iter().collect();
         if entries.is_empty() {
             callback.io_completed(Ok(()));
             return Ok(());
         }
+        // Encoded once, here, when small: the writer stores that JSON, and a leader's
+        // appends to its followers copy it from the entries they read back.
+        encode_each_within(&mut entries, ON_RUNTIME_BYTES_MAX);
         // Readable now; written, synced and reported durable by the writer (or here,
         // for a follower).
         self.tail.insert(&entries);
         // Entries of this node's own terms: it leads (or, rarely, a later leader sends
         // back entries of a term it led, which may as well take the thread).
-        let own_terms = entries[0].log_id.leader_id.node_id == self.own_id;
+        let own_terms = entries[0].log_id().leader_id.node_id == self.own_id;
         if own_terms {
             self.writer.append(entries, callback);
         } else {

@@ -25,7 +25,8 @@ type LogId = LogIdOf<FleetRaft>;
 const WRITTEN_KEPT_MAX: usize = 4_096;
 
 /// The most bytes (as RocksDB holds them) of written entries kept in memory, so a few
-/// large artifacts do not hold on to much memory.
+/// large artifacts do not hold on to much memory. A small entry also carries its JSON
+/// (see [`LogEntry`](crate::raft::LogEntry)), so small ones take up to twice this.
 const WRITTEN_KEPT_BYTES_MAX: usize = 8 * 1024 * 1024;
 
 /// One entry held, and its encoded size once it is written.
@@ -92,7 +93,7 @@ impl LogTail {
                 entry: entry.clone(),
                 written_bytes: None,
             };
-            if let Some(replaced) = tail.held.insert(entry.log_id.index, held) {
+            if let Some(replaced) = tail.held.insert(entry.log_id().index, held) {
                 tail.uncount(&replaced);
             }
         }
@@ -106,7 +107,7 @@ impl LogTail {
             let Some(held) = tail.held.get_mut(&log_id.index) else {
                 continue;
             };
-            if held.entry.log_id != *log_id || held.written_bytes.is_some() {
+            if held.entry.log_id() != *log_id || held.written_bytes.is_some() {
                 continue;
             }
             held.written_bytes = Some(*bytes);
@@ -136,7 +137,7 @@ impl LogTail {
             .held
             .values()
             .next_back()
-            .map(|h| h.entry.log_id)
+            .map(|h| h.entry.log_id())
     }
 
     /// The lowest index held (everything below it is in RocksDB) and copies of the
@@ -169,12 +170,12 @@ mod tests {
         tail.read(0, None, usize::MAX)
             .1
             .iter()
-            .map(|e| e.log_id.index)
+            .map(|e| e.log_id().index)
             .collect()
     }
 
     fn mark_written(tail: &LogTail, entries: &[Entry], bytes: usize) {
-        let written: Vec<_> = entries.iter().map(|e| (e.log_id, bytes)).collect();
+        let written: Vec<_> = entries.iter().map(|e| (e.log_id(), bytes)).collect();
         tail.written(&written);
     }
 
@@ -233,7 +234,7 @@ mod tests {
         mark_written(&tail, &old[..1], 1);
         mark_written(&tail, &old[1..], WRITTEN_KEPT_BYTES_MAX);
         let held = tail.read(0, None, usize::MAX).1;
-        let ids: Vec<_> = held.iter().map(|e| e.log_id).collect();
+        let ids: Vec<_> = held.iter().map(|e| e.log_id()).collect();
         assert_eq!(ids, vec![log_id(1, 0), log_id(2, 1), log_id(2, 2)]);
     }
 

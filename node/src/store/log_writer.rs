@@ -56,7 +56,6 @@ use super::log_store::KEY_COMMITTED;
 use super::log_tail::LogTail;
 use super::store_sizes::StoreSizes;
 use crate::raft::FleetRaft;
-use crate::raft::network::{CappedBuffer, ON_RUNTIME_BYTES_MAX};
 use crate::runtime::spin_window;
 
 type Entry = EntryOf<FleetRaft>;
@@ -64,11 +63,10 @@ type LogId = LogIdOf<FleetRaft>;
 
 /// What the thread does, in the order it was asked.
 enum Job {
-    /// Write `entries` (as `encoded`, when the caller encoded them already, one by
-    /// one); complete `flushed` once they are on disk.
+    /// Write `entries` (each as the JSON it carries, if it does); complete `flushed`
+    /// once they are on disk.
     Append {
         entries: Vec<Entry>,
-        encoded: Option<Vec<Vec<u8>>>,
         flushed: IOFlushed<FleetRaft>,
     },
     /// Delete the log from index `first` on; answer once that is on disk.
@@ -225,37 +223,29 @@ impl LogWriter {
 
     /// Writes `entries` and completes `flushed` once they are on disk.
     pub(crate) fn append(&self, entries: Vec<Entry>, flushed: IOFlushed<FleetRaft>) {
-        let job = Job::Append {
-            entries,
-            encoded: None,
-            flushed,
-        };
+        let job = Job::Append { entries, flushed };
         if let Err(Job::Append { flushed, .. }) = self.send(job) {
             flushed.io_completed(Err(io::Error::other("the log writer has stopped")));
         }
     }
 
     /// Like [`append`](Self::append), for entries a follower got from its leader: when
-    /// the thread has no job, the last fsync was quick and the entries are small (at
-    /// most [`ON_RUNTIME_BYTES_MAX`] encoded), this writes and syncs them on the
-    /// caller's thread and completes `flushed` before it returns. Otherwise it queues
-    /// them for the thread.
+    /// the thread has no job, the last fsync was quick and the entries are small (each
+    /// carries its JSON, which the store gives them up to
+    /// [`ON_RUNTIME_BYTES_MAX`](crate::raft::network::ON_RUNTIME_BYTES_MAX) in
+    /// all), this writes and syncs them on the caller's thread and completes `flushed`
+    /// before it returns. Otherwise it queues them for the thread.
     pub(crate) fn append_as_follower(&self, entries: Vec<Entry>, flushed: IOFlushed<FleetRaft>) {
         let rounds = &self.thread.rounds;
-        let Some(_running) = rounds.free_for_a_quick_round() else {
+        if !entries.iter().all(|entry| entry.encoded().is_some()) {
             return self.append(entries, flushed);
-        };
-        let Some(encoded) = encode_within(&entries, ON_RUNTIME_BYTES_MAX) else {
+        }
+        let Some(_running) = rounds.free_for_a_quick_round() else {
             return self.append(entries, flushed);
         };
         keep_awake_after(under_load(false, entries.len()), true);
         let committed = rounds.commit.take();
-        let job = Job::Append {
-            entries,
-            encoded: Some(encoded),
-            flushed,
-        };
-        rounds.run(vec![job], committed);
+        rounds.run(vec![Job::Append { entries, flushed }], committed);
     }
 
     /// Deletes the log from index `first` on, after every append queued before, and
@@ -477,9 +467,7 @@ fn write_round(
     let mut written = Vec::new();
     for job in round {
         match job {
-            Job::Append {
-                entries, encoded, ..
-            } => put_entries(&mut batch, db, entries, encoded.as_deref(), &mut written),
+            Job::Append { entries, .. } => put_entries(&mut batch, db, entries, &mut written),
             Job::Truncate { first, .. } => delete_from(&mut batch, db, *first),
             Job::Barrier { .. } => Ok(()),
         }?;
@@ -511,7 +499,8 @@ fn describe(round: &[Job], committed: Option<Option<LogId>>) -> String {
                 let (first, last) = (entries.first()?, entries.last()?);
                 Some(format!(
                     "log entries {}..={}",
-                    first.log_id.index, last.log_id.index
+                    first.log_id().index,
+                    last.log_id().index
                 ))
             }
             Job::Truncate { first, .. } => {
@@ -526,42 +515,27 @@ fn describe(round: &[Job], committed: Option<Option<LogId>>) -> String {
     parts.join(", ")
 }
 
-/// `entries` encoded one by one, unless together they take more than `limit` bytes
-/// (encoding stops there) or one cannot be encoded (the thread will say why).
-fn encode_within(entries: &[Entry], limit: usize) -> Option<Vec<Vec<u8>>> {
-    let mut left = limit;
-    entries
-        .iter()
-        .map(|entry| {
-            let (buffer, encoded) = CappedBuffer::json(entry, left);
-            encoded.ok()?;
-            left -= buffer.bytes.len();
-            Some(buffer.bytes)
-        })
-        .collect()
-}
-
-/// Puts `entries` into `batch` (as `encoded`, when given, else encoding them here)
+/// Puts `entries` into `batch` (each as the JSON it carries, else encoding it here)
 /// and notes each one's log id and size in `written`.
 fn put_entries(
     batch: &mut WriteBatch,
     db: &DB,
     entries: &[Entry],
-    encoded: Option<&[Vec<u8>]>,
     written: &mut Vec<(LogId, usize)>,
 ) -> Result<(), StoreError> {
     let family = column_family(db, CF_LOG)?;
-    for (position, entry) in entries.iter().enumerate() {
+    for entry in entries {
         let encoded_here;
-        let bytes: &[u8] = match encoded {
-            Some(encoded) => &encoded[position],
+        let bytes: &[u8] = match entry.encoded() {
+            Some(encoded) => encoded,
             None => {
                 encoded_here = to_json(entry, "a log entry")?;
                 &encoded_here
             }
         };
-        written.push((entry.log_id, bytes.len()));
-        batch.put_cf(family, entry.log_id.index.to_be_bytes(), bytes);
+        let log_id = entry.log_id();
+        written.push((log_id, bytes.len()));
+        batch.put_cf(family, log_id.index.to_be_bytes(), bytes);
     }
     Ok(())
 }
@@ -593,13 +567,13 @@ mod tests {
     use rocksdb::IteratorMode;
 
     use super::*;
+    use crate::raft::log_entry::encode_each_within;
     use crate::store::database::{open, read_json};
     use crate::store::test_entries::{blanks, log_id};
 
     fn append(entries: Vec<Entry>) -> Job {
         Job::Append {
             entries,
-            encoded: None,
             flushed: IOFlushed::noop(),
         }
     }
@@ -611,7 +585,7 @@ mod tests {
             .map(|item| {
                 let (_, value) = item.unwrap();
                 let entry: Entry = serde_json::from_slice(&value).unwrap();
-                entry.log_id
+                entry.log_id()
             })
             .collect()
     }
@@ -683,7 +657,10 @@ mod tests {
         writer.commit(Some(log_id(1, 1)));
         let (flushed, mut answer) = FleetRaft::oneshot();
 
-        writer.append_as_follower(blanks(1, 1..=1), IOFlushed::signal(flushed));
+        // As the log store hands them over: small, so each carries its JSON.
+        let mut entries = blanks(1, 1..=1);
+        assert!(encode_each_within(&mut entries, usize::MAX));
+        writer.append_as_follower(entries, IOFlushed::signal(flushed));
 
         // Completed on this thread: the thread would have needed a wake-up and an fsync.
         let result = answer
@@ -746,27 +723,12 @@ mod tests {
         assert_eq!(stored_log(&db), [log_id(1, 1)]);
     }
 
-    #[test]
-    fn entries_are_small_enough_for_the_callers_thread_only_within_the_budget() {
-        let entries = blanks(1, 1..=3);
-        let encoded: usize = entries.iter().map(|e| to_json(e, "e").unwrap().len()).sum();
-        assert!(
-            encode_within(&entries, encoded).is_some(),
-            "exactly the budget"
-        );
-        assert!(
-            encode_within(&entries, encoded - 1).is_none(),
-            "one byte over"
-        );
-        assert!(encode_within(&[], 0).is_some(), "nothing to write");
-    }
-
     /// The indexes of the appends in `round`, in order.
     fn appended_indexes(round: &[Job]) -> Vec<u64> {
         round
             .iter()
             .filter_map(|job| match job {
-                Job::Append { entries, .. } => Some(entries[0].log_id.index),
+                Job::Append { entries, .. } => Some(entries[0].log_id().index),
                 _ => None,
             })
             .collect()

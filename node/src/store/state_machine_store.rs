@@ -141,8 +141,9 @@ impl StateMachineStore {
     /// Applies one entry; returns what its proposer gets and the command's effects.
     fn apply_entry(&self, entry: EntryOf<FleetRaft>) -> (CommandOutcome, Vec<Effect>) {
         let mut applied = write_applied(&self.applied);
-        applied.last_applied = Some(entry.log_id);
-        match entry.payload {
+        let log_id = entry.log_id();
+        applied.last_applied = Some(log_id);
+        match entry.into_payload() {
             EntryPayload::Blank => (CommandOutcome::default(), Vec::new()),
             EntryPayload::Normal(command) => {
                 let outcome = applied.state.apply(command);
@@ -152,7 +153,7 @@ impl StateMachineStore {
                 (result, outcome.effects)
             }
             EntryPayload::Membership(membership) => {
-                applied.last_membership = StoredMembership::new(Some(entry.log_id), membership);
+                applied.last_membership = StoredMembership::new(Some(log_id), membership);
                 (CommandOutcome::default(), Vec::new())
             }
         }
@@ -278,7 +279,7 @@ impl RaftStateMachine<FleetRaft> for StateMachineStore {
     {
         while let Some(item) = entries.next().await {
             let (entry, responder) = item?;
-            let log_index = entry.log_id.index;
+            let log_index = entry.log_id().index;
             let (outcome, effects) = self.apply_entry(entry);
             // Advanced before the proposer is answered, so a caller whose write
             // returned already finds `applied_index()` at or past its entry.
