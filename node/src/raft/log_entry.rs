@@ -6,7 +6,9 @@
 //! that JSON from then on, shared by its clones (the log tail's copy, the copies that
 //! replication reads): the log writer stores those bytes, and an append to a follower
 //! copies them in place of the entry's encoding (`wire::append_entries_json`). An
-//! entry read back from RocksDB carries the bytes it was read from.
+//! entry read back from RocksDB carries the bytes it was read from, and one that a
+//! follower receives the bytes it came as (`wire::decode_append_entries`), which the
+//! follower's log stores.
 //!
 //! The encoding is never part of the entry's own JSON (the field is not serialized),
 //! so an entry encodes and decodes as openraft's own `Entry` does, and the log on disk

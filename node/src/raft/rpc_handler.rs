@@ -14,7 +14,7 @@ use serde::de::DeserializeOwned;
 use super::leader_contact::LeaderContact;
 use super::network::ON_RUNTIME_BYTES_MAX;
 use super::type_config::FleetRaft;
-use super::wire::{SnapshotData, SnapshotEnvelope};
+use super::wire::{SnapshotData, SnapshotEnvelope, decode_append_entries};
 use crate::transport::{RpcHandler, RpcKind};
 
 /// Decodes an RPC, calls the local Raft, encodes its answer.
@@ -43,10 +43,17 @@ async fn decode<T: DeserializeOwned + Send + 'static>(
     kind: RpcKind,
     payload: Bytes,
 ) -> Result<T, String> {
+    decode_by(kind, payload, |json| serde_json::from_slice(json)).await
+}
+
+/// Like [`decode`], with `decoder` (an append's entries keep the JSON they came as).
+async fn decode_by<T: Send + 'static>(
+    kind: RpcKind,
+    payload: Bytes,
+    decoder: fn(&[u8]) -> serde_json::Result<T>,
+) -> Result<T, String> {
     let large = payload.len() > ON_RUNTIME_BYTES_MAX;
-    let decode = move || {
-        serde_json::from_slice(&payload).map_err(|e| format!("undecodable {kind} request: {e}"))
-    };
+    let decode = move || decoder(&payload).map_err(|e| format!("undecodable {kind} request: {e}"));
     if !large {
         return decode();
     }
@@ -80,7 +87,8 @@ where
                     // The leader is alive when its message arrives, however long this
                     // node then takes to decode and append it (a large artifact).
                     contact.record();
-                    let answer = raft.append_entries(decode(kind, payload).await?).await;
+                    let append = decode_by(kind, payload, decode_append_entries).await?;
+                    let answer = raft.append_entries(append).await;
                     // Refused only for a higher vote: any other answer means this node
                     // took the sender as its leader (and renewed its lease).
                     if answer

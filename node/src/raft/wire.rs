@@ -1,14 +1,16 @@
 //! Encodings of Raft messages beyond openraft's own serde forms: an append that
-//! reuses its entries' JSON, and the snapshot sent whole to a follower behind the
-//! purged log.
+//! reuses its entries' JSON, sent and received, and the snapshot sent whole to a
+//! follower behind the purged log.
 
 use std::io::Write;
 
 use openraft::raft::AppendEntriesRequest;
-use openraft::type_config::alias::{SnapshotMetaOf, SnapshotOf, VoteOf};
+use openraft::type_config::alias::{LogIdOf, SnapshotMetaOf, SnapshotOf, VoteOf};
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 
 use super::capped_buffer::CappedBuffer;
+use super::log_entry::LogEntry;
 use super::type_config::FleetRaft;
 
 /// `rpc` as JSON in a buffer of at most `cap` bytes, and whether that worked (as
@@ -49,6 +51,35 @@ fn write_append_entries(
     raw(out, b"],\"leader_commit\":")?;
     serde_json::to_writer(&mut *out, &rpc.leader_commit)?;
     raw(out, b"}")
+}
+
+/// The append that `json` holds, as `serde_json` decodes `AppendEntriesRequest`, but
+/// with each entry carrying the JSON it came as ([`LogEntry::decode`]), so that a
+/// follower stores those bytes rather than encoding the entry again.
+pub(crate) fn decode_append_entries(
+    json: &[u8],
+) -> serde_json::Result<AppendEntriesRequest<FleetRaft>> {
+    /// `AppendEntriesRequest`'s fields, its entries left as their JSON.
+    #[derive(Deserialize)]
+    struct Append<'a> {
+        vote: VoteOf<FleetRaft>,
+        prev_log_id: Option<LogIdOf<FleetRaft>>,
+        #[serde(borrow)]
+        entries: Vec<&'a RawValue>,
+        leader_commit: Option<LogIdOf<FleetRaft>>,
+    }
+    let append: Append<'_> = serde_json::from_slice(json)?;
+    let entries = append
+        .entries
+        .into_iter()
+        .map(|entry| LogEntry::decode(entry.get().as_bytes()))
+        .collect::<serde_json::Result<_>>()?;
+    Ok(AppendEntriesRequest {
+        vote: append.vote,
+        prev_log_id: append.prev_log_id,
+        entries,
+        leader_commit: append.leader_commit,
+    })
 }
 
 /// A snapshot's bytes, as the state machine builds and installs it.
@@ -152,6 +183,39 @@ mod tests {
                 serde_json::from_slice(&spliced(&rpc)).unwrap();
             assert_eq!(decoded.entries, rpc.entries);
         }
+    }
+
+    #[test]
+    fn a_received_append_decodes_as_serde_does_its_entries_carrying_their_json() {
+        for rpc in [request(Vec::new()), request(entries(9, 3))] {
+            let json = serde_json::to_vec(&rpc).unwrap();
+            let decoded = decode_append_entries(&json).unwrap();
+            let expected: AppendEntriesRequest<FleetRaft> = serde_json::from_slice(&json).unwrap();
+            assert_eq!(
+                (decoded.vote, decoded.prev_log_id, decoded.leader_commit),
+                (expected.vote, expected.prev_log_id, expected.leader_commit)
+            );
+            assert_eq!(decoded.entries, expected.entries);
+            for entry in &decoded.entries {
+                let carried = entry.encoded().expect("an entry received carries its JSON");
+                assert_eq!(carried.to_vec(), serde_json::to_vec(entry).unwrap());
+            }
+            // And what a follower forwards, were it to lead, is the same message.
+            assert_eq!(spliced(&decoded), json);
+        }
+    }
+
+    #[test]
+    fn a_received_append_that_is_not_one_is_refused_naming_what_is_wrong() {
+        let error = decode_append_entries(br#"{"vote":1}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("Vote"), "{error}");
+        let mut append = serde_json::to_value(request(entries(1, 1))).unwrap();
+        append["entries"][0] = serde_json::json!({"log_id": 7});
+        let json = serde_json::to_vec(&append).unwrap();
+        let error = decode_append_entries(&json).unwrap_err().to_string();
+        assert!(error.contains("LogId"), "{error}");
     }
 
     #[test]
