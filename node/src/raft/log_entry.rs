@@ -223,6 +223,11 @@ mod tests {
         let encoded: Vec<bool> = entries.iter().map(|e| e.encoded().is_some()).collect();
         assert_eq!(encoded, [true, true, false]);
         assert!(encode_each_within(&mut entries, usize::MAX));
+        // Entries that carry their JSON already (as a follower's do, whatever their
+        // size) are within a budget only if that JSON is.
+        assert!(!encode_each_within(&mut entries, 3 * one - 1));
+        assert!(encode_each_within(&mut entries, 3 * one));
+        assert!(encode_each_within(&mut [], 0), "nothing to encode");
     }
 
     #[test]

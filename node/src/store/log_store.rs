@@ -351,7 +351,7 @@ impl RaftLogStorage<FleetRaft> for LogStore {
         }
         // Encoded once, here, when small: the writer stores that JSON, and a leader's
         // appends to its followers copy it from the entries they read back.
-        encode_each_within(&mut entries, ON_RUNTIME_BYTES_MAX);
+        let small = encode_each_within(&mut entries, ON_RUNTIME_BYTES_MAX);
         // Readable now; written, synced and reported durable by the writer (or here,
         // for a follower).
         self.tail.insert(&entries);
@@ -361,7 +361,7 @@ impl RaftLogStorage<FleetRaft> for LogStore {
         if own_terms {
             self.writer.append(entries, callback);
         } else {
-            self.writer.append_as_follower(entries, callback);
+            self.writer.append_as_follower(entries, small, callback);
         }
         Ok(())
     }

@@ -230,14 +230,20 @@ impl LogWriter {
     }
 
     /// Like [`append`](Self::append), for entries a follower got from its leader: when
-    /// the thread has no job, the last fsync was quick and the entries are small (each
-    /// carries its JSON, which the store gives them up to
-    /// [`ON_RUNTIME_BYTES_MAX`](crate::raft::network::ON_RUNTIME_BYTES_MAX) in
-    /// all), this writes and syncs them on the caller's thread and completes `flushed`
-    /// before it returns. Otherwise it queues them for the thread.
-    pub(crate) fn append_as_follower(&self, entries: Vec<Entry>, flushed: IOFlushed<FleetRaft>) {
+    /// the thread has no job, the last fsync was quick and the entries are `small`
+    /// (their JSON, which each carries, at most
+    /// [`ON_RUNTIME_BYTES_MAX`](crate::raft::network::ON_RUNTIME_BYTES_MAX) in all),
+    /// this writes and syncs them on the caller's thread and completes `flushed` before
+    /// it returns. Otherwise it queues them for the thread: a follower's entries carry
+    /// the JSON they came as whatever their size, so carrying it says nothing of that.
+    pub(crate) fn append_as_follower(
+        &self,
+        entries: Vec<Entry>,
+        small: bool,
+        flushed: IOFlushed<FleetRaft>,
+    ) {
         let rounds = &self.thread.rounds;
-        if !entries.iter().all(|entry| entry.encoded().is_some()) {
+        if !small {
             return self.append(entries, flushed);
         }
         let Some(_running) = rounds.free_for_a_quick_round() else {
@@ -660,7 +666,7 @@ mod tests {
         // As the log store hands them over: small, so each carries its JSON.
         let mut entries = blanks(1, 1..=1);
         assert!(encode_each_within(&mut entries, usize::MAX));
-        writer.append_as_follower(entries, IOFlushed::signal(flushed));
+        writer.append_as_follower(entries, true, IOFlushed::signal(flushed));
 
         // Completed on this thread: the thread would have needed a wake-up and an fsync.
         let result = answer
