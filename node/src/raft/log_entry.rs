@@ -78,9 +78,14 @@ impl LogEntry {
 
     /// The entry that `json` decodes to, carrying `json` as its encoding.
     pub(crate) fn decode(json: &[u8]) -> serde_json::Result<Self> {
-        let mut entry: Self = serde_json::from_slice(json)?;
-        entry.encoded = Some(Bytes::copy_from_slice(json));
-        Ok(entry)
+        let entry: Self = serde_json::from_slice(json)?;
+        Ok(entry.carrying(json))
+    }
+
+    /// This entry, just decoded from `json`, carrying `json` as its encoding.
+    pub(crate) fn carrying(mut self, json: &[u8]) -> Self {
+        self.encoded = Some(Bytes::copy_from_slice(json));
+        self
     }
 }
 

@@ -13,6 +13,7 @@
 //! - [`wire`]: encodings beyond openraft's serde forms (an append that copies its
 //!   entries' JSON, a whole snapshot).
 
+pub(crate) mod append_reader;
 pub(crate) mod capped_buffer;
 pub mod commit_piggyback;
 pub mod leader_contact;

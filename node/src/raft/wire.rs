@@ -9,6 +9,7 @@ use openraft::type_config::alias::{LeaderIdOf, LogIdOf, SnapshotMetaOf, Snapshot
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use super::append_reader::AppendReader;
 use super::capped_buffer::CappedBuffer;
 use super::log_entry::LogEntry;
 use super::type_config::FleetRaft;
@@ -96,8 +97,21 @@ fn write_leader_id(out: &mut CappedBuffer, leader: &LeaderIdOf<FleetRaft>) -> st
 
 /// The append that `json` holds, as `serde_json` decodes `AppendEntriesRequest`, but
 /// with each entry carrying the JSON it came as ([`LogEntry::decode`]), so that a
-/// follower stores those bytes rather than encoding the entry again.
+/// follower stores those bytes rather than encoding the entry again: in one pass when
+/// the append is in the compact form a leader writes ([`AppendReader`]), else through
+/// serde.
 pub(crate) fn decode_append_entries(
+    json: &[u8],
+) -> serde_json::Result<AppendEntriesRequest<FleetRaft>> {
+    match AppendReader::read(json) {
+        Some(append) => Ok(append),
+        None => decode_append_entries_by_serde(json),
+    }
+}
+
+/// The append that `json` holds, its entries first left as their JSON, then each
+/// decoded from it: any form `serde_json` accepts, and its error for a bad one.
+fn decode_append_entries_by_serde(
     json: &[u8],
 ) -> serde_json::Result<AppendEntriesRequest<FleetRaft>> {
     /// `AppendEntriesRequest`'s fields, its entries left as their JSON.
@@ -256,6 +270,101 @@ mod tests {
             }
             // And what a follower forwards, were it to lead, is the same message.
             assert_eq!(spliced(&decoded), json);
+        }
+    }
+
+    /// `json` decoded by `decode_append_entries` equals serde's decoding of it, and
+    /// each entry carries the JSON serde writes for it.
+    fn assert_decodes_as_serde_does(json: &[u8]) {
+        let decoded = decode_append_entries(json).unwrap();
+        let expected: AppendEntriesRequest<FleetRaft> = serde_json::from_slice(json).unwrap();
+        assert_eq!(
+            (decoded.vote, decoded.prev_log_id, decoded.leader_commit),
+            (expected.vote, expected.prev_log_id, expected.leader_commit)
+        );
+        assert_eq!(decoded.entries, expected.entries);
+        for entry in &decoded.entries {
+            let carried = entry.encoded().expect("an entry received carries its JSON");
+            let value: serde_json::Value = serde_json::from_slice(carried).unwrap();
+            assert_eq!(value, serde_json::to_value(entry).unwrap());
+        }
+    }
+
+    #[test]
+    fn an_append_as_a_leader_writes_it_is_read_in_one_pass_as_serde_reads_it() {
+        let mut widest = request(entries(u64::MAX - 2, 2));
+        widest.vote = Vote {
+            leader_id: LeaderId {
+                term: u64::MAX,
+                node_id: 0,
+            },
+            committed: true,
+        };
+        let mut unicode = entries(1, 1);
+        unicode[0] = EntryOf::<FleetRaft>::new_normal(
+            log_id(1),
+            Command {
+                at_ms: 0,
+                actor: Actor::Operator,
+                request: Request::PublishCapabilities {
+                    markdown: "\\ ] } , \u{1F600} \u{7} é".into(),
+                },
+            },
+        );
+        for rpc in [
+            request(Vec::new()),
+            request(entries(1, 1)),
+            request(entries(7, 5)),
+            request(unicode),
+            widest,
+        ] {
+            let json = spliced(&rpc);
+            let read = AppendReader::read(&json).expect("a leader's form is read in one pass");
+            assert_eq!(read.entries, rpc.entries);
+            for (entry, sent) in read.entries.iter().zip(&rpc.entries) {
+                let carried = entry.encoded().expect("an entry read carries its JSON");
+                assert_eq!(carried.to_vec(), serde_json::to_vec(sent).unwrap());
+            }
+            assert_decodes_as_serde_does(&json);
+            // Its frame, and so the message, is what was sent.
+            assert_eq!(spliced(&read), json);
+        }
+    }
+
+    #[test]
+    fn an_append_in_any_other_form_is_left_to_serde_and_decodes_the_same() {
+        let rpc = request(entries(3, 2));
+        let compact = String::from_utf8(spliced(&rpc)).unwrap();
+        let pretty = serde_json::to_string_pretty(&rpc).unwrap();
+        let mut reordered = serde_json::to_value(&rpc).unwrap();
+        let reordered = format!(
+            r#"{{"leader_commit":{},"entries":{},"prev_log_id":{},"vote":{}}}"#,
+            reordered["leader_commit"].take(),
+            reordered["entries"].take(),
+            reordered["prev_log_id"].take(),
+            reordered["vote"].take(),
+        );
+        let unknown_field = compact.replacen('{', r#"{"extra":1,"#, 1);
+        let spaced_entry = compact.replacen(r#""entries":["#, r#""entries":[ "#, 1);
+        let trailing_space = format!("{compact} ");
+        for other in [
+            &pretty,
+            &reordered,
+            &unknown_field,
+            &spaced_entry,
+            &trailing_space,
+        ] {
+            assert!(AppendReader::read(other.as_bytes()).is_none(), "{other}");
+            assert_decodes_as_serde_does(other.as_bytes());
+        }
+        // Numbers serde would refuse, or that do not fit a u64, are declined too.
+        for bad in [
+            compact.replacen(r#""term":3"#, r#""term":03"#, 1),
+            compact.replacen(r#""term":3"#, r#""term":18446744073709551616"#, 1),
+            compact.replacen(r#""term":3"#, r#""term":-3"#, 1),
+        ] {
+            assert!(AppendReader::read(bad.as_bytes()).is_none(), "{bad}");
+            assert!(decode_append_entries(bad.as_bytes()).is_err(), "{bad}");
         }
     }
 
