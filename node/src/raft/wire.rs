@@ -53,7 +53,7 @@ fn write_append_entries(
     raw(out, b"}")
 }
 
-// An append's frame is written by hand, as serde writes it: through serde, its three
+// An append's frame is written by hand, as serde writes it: through serde, its two
 // log ids and its vote cost a leader more than all else that encoding an append does,
 // a dozen tokens each, each key checked for characters to escape. The field names are
 // checked by the compiler, and the bytes by the tests below against `serde_json`'s.
