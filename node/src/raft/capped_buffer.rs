@@ -42,11 +42,11 @@ impl CappedBuffer {
     }
 }
 
-/// `serde_json` writes a token at a time (a brace, a key, a number), a dozen or more
-/// per log id, some 460 for one write on the leader of three nodes (its log entry, and
-/// the frames of its two appends around that entry's JSON), so each write is one
-/// bounds check and a copy: `write_all` is the call it makes, and left to its default
-/// it would loop through `write` for each token.
+/// `serde_json` writes a token at a time (a brace, a key, a number), some hundred for
+/// one log entry, and an append's hand-written frame a piece at a time too
+/// (`wire::append_entries_json`), so each write is one bounds check and a copy:
+/// `write_all` is the call they make, and left to its default it would loop through
+/// `write` for each token.
 impl std::io::Write for CappedBuffer {
     #[inline]
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {

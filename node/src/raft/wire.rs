@@ -25,32 +25,30 @@ pub(crate) fn append_entries_json(
     cap: usize,
 ) -> (CappedBuffer, serde_json::Result<()>) {
     let mut buffer = CappedBuffer::new(cap);
-    let result = write_append_entries(rpc, &mut buffer);
+    let result = write_append_entries(rpc, &mut buffer).map_err(serde_json::Error::io);
     (buffer, result)
 }
 
 fn write_append_entries(
     rpc: &AppendEntriesRequest<FleetRaft>,
     out: &mut CappedBuffer,
-) -> serde_json::Result<()> {
-    let raw =
-        |out: &mut CappedBuffer, bytes: &[u8]| out.write_all(bytes).map_err(serde_json::Error::io);
-    write_vote(out, &rpc.vote).map_err(serde_json::Error::io)?;
-    raw(out, b",\"prev_log_id\":")?;
-    write_log_id(out, rpc.prev_log_id.as_ref()).map_err(serde_json::Error::io)?;
-    raw(out, b",\"entries\":[")?;
+) -> std::io::Result<()> {
+    write_vote(out, &rpc.vote)?;
+    out.write_all(b",\"prev_log_id\":")?;
+    write_log_id(out, rpc.prev_log_id.as_ref())?;
+    out.write_all(b",\"entries\":[")?;
     for (position, entry) in rpc.entries.iter().enumerate() {
         if position > 0 {
-            raw(out, b",")?;
+            out.write_all(b",")?;
         }
         match entry.encoded() {
-            Some(json) => raw(out, json)?,
+            Some(json) => out.write_all(json)?,
             None => serde_json::to_writer(&mut *out, entry)?,
         }
     }
-    raw(out, b"],\"leader_commit\":")?;
-    write_log_id(out, rpc.leader_commit.as_ref()).map_err(serde_json::Error::io)?;
-    raw(out, b"}")
+    out.write_all(b"],\"leader_commit\":")?;
+    write_log_id(out, rpc.leader_commit.as_ref())?;
+    out.write_all(b"}")
 }
 
 // An append's frame is written by hand, as serde writes it: through serde, its two
