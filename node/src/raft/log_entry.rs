@@ -10,6 +10,10 @@
 //! follower receives the bytes it came as (`wire::decode_append_entries`), which the
 //! follower's log stores.
 //!
+//! Clones share the payload as well: the log tail's copy and each read of it (for an
+//! append, or for the state machine) count a reference instead of copying the command
+//! and its strings. `into_payload` copies it only while a clone still holds it.
+//!
 //! The encoding is never part of the entry's own JSON (the field is not serialized),
 //! so an entry encodes and decodes as openraft's own `Entry` does, and the log on disk
 //! and the messages between nodes are what they were.
@@ -19,6 +23,7 @@
 //! changes an entry under it.
 
 use std::fmt;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use openraft::entry::{RaftEntry, RaftPayload};
@@ -36,7 +41,8 @@ type Payload = EntryPayloadOf<FleetRaft>;
 #[derive(Clone, Serialize, Deserialize)]
 pub struct LogEntry {
     log_id: LogId,
-    payload: Payload,
+    /// Shared by the entry's clones, and encoded and decoded as the payload itself.
+    payload: Arc<Payload>,
     #[serde(skip)]
     encoded: Option<Bytes>,
 }
@@ -52,9 +58,10 @@ impl LogEntry {
         &self.payload
     }
 
-    /// The entry's payload, taken out of it.
+    /// The entry's payload, taken out of it (a copy while a clone of the entry holds
+    /// it too).
     pub fn into_payload(self) -> Payload {
-        self.payload
+        Arc::unwrap_or_clone(self.payload)
     }
 
     /// The entry's JSON, if it was encoded (or read from its JSON) before.
@@ -108,7 +115,7 @@ impl RaftEntry for LogEntry {
     fn new(log_id: LogId, payload: Payload) -> Self {
         Self {
             log_id,
-            payload,
+            payload: Arc::new(payload),
             encoded: None,
         }
     }
@@ -199,6 +206,17 @@ mod tests {
             serde_json::from_slice::<LogEntry>(&expected).unwrap(),
             entry
         );
+    }
+
+    #[test]
+    fn clones_share_the_payload_and_taking_it_leaves_the_others_theirs() {
+        let original = entry(1, 10);
+        let clone = original.clone();
+        assert!(Arc::ptr_eq(&original.payload, &clone.payload));
+        let expected = original.payload().clone();
+        assert_eq!(clone.into_payload(), expected);
+        assert_eq!(Arc::strong_count(&original.payload), 1);
+        assert_eq!(original.into_payload(), expected);
     }
 
     #[test]
