@@ -200,6 +200,14 @@ mod tests {
             .collect()
     }
 
+    /// A vote granted by a quorum to `node_id` in `term`.
+    fn committed_vote(term: u64, node_id: u64) -> VoteOf<FleetRaft> {
+        Vote {
+            leader_id: LeaderId { term, node_id },
+            committed: true,
+        }
+    }
+
     fn request(entries: Vec<EntryOf<FleetRaft>>) -> AppendEntriesRequest<FleetRaft> {
         let prev_log_id = entries
             .first()
@@ -229,13 +237,7 @@ mod tests {
         some_carried[1].encode_within(usize::MAX).unwrap();
         // The frame's numbers at their widest, and a vote granted by a quorum.
         let mut widest = request(entries(u64::MAX - 1, 1));
-        widest.vote = Vote {
-            leader_id: LeaderId {
-                term: u64::MAX,
-                node_id: u64::MAX,
-            },
-            committed: true,
-        };
+        widest.vote = committed_vote(u64::MAX, u64::MAX);
         widest.leader_commit = Some(LogIdOf::<FleetRaft>::new(widest.vote.leader_id, u64::MAX));
         assert_eq!(spliced(&widest), serde_json::to_vec(&widest).unwrap());
         for rpc in [
@@ -282,13 +284,7 @@ mod tests {
     #[test]
     fn an_append_as_a_leader_writes_it_is_read_in_one_pass_as_serde_reads_it() {
         let mut widest = request(entries(u64::MAX - 2, 2));
-        widest.vote = Vote {
-            leader_id: LeaderId {
-                term: u64::MAX,
-                node_id: 0,
-            },
-            committed: true,
-        };
+        widest.vote = committed_vote(u64::MAX, 0);
         let mut unicode = entries(1, 1);
         unicode[0] = EntryOf::<FleetRaft>::new_normal(
             log_id(1),
