@@ -57,11 +57,11 @@ fn append(entries: u64) -> Append {
             .map(|i| {
                 EntryOf::<FleetRaft>::new_normal(
                     log_id(1000 + i),
-                    Command {
+                    Box::new(Command {
                         at_ms: 1_774_447_500_000 + i,
                         actor: Actor::Node(node("beast")),
                         request: Request::AppendEvent(bench_event(format!("bench-17-{i}"))),
-                    },
+                    }),
                 )
             })
             .collect(),

@@ -51,7 +51,7 @@ fn entry(index: u64, request: Request) -> Entry {
         },
         request,
     };
-    Entry::new_normal(LogIdOf::<FleetRaft>::new(leader, index), command)
+    Entry::new_normal(LogIdOf::<FleetRaft>::new(leader, index), Box::new(command))
 }
 
 /// Applies the bootstrap and `events` appended events (indexes from 1).

@@ -81,12 +81,13 @@ fn log_id(term: u64, index: u64) -> LogId {
     )
 }
 
-fn command(request: Request) -> Command {
-    Command {
+/// A command as Raft carries it: boxed.
+fn command(request: Request) -> Box<Command> {
+    Box::new(Command {
         at_ms: START_MS,
         actor: Actor::Operator,
         request,
-    }
+    })
 }
 
 fn name(node: &str) -> NodeName {
@@ -108,11 +109,11 @@ fn fleet_entries() -> Vec<Entry> {
         ),
         Entry::new_normal(
             log_id(1, 3),
-            Command {
+            Box::new(Command {
                 at_ms: START_MS,
                 actor: Actor::Leader(name("beast")),
                 request: Request::ReportHealth { healthy },
-            },
+            }),
         ),
         Entry::new_normal(
             log_id(1, 4),

@@ -136,7 +136,7 @@ mod tests {
                     actor: Actor::Operator,
                     request: FleetRequest::Probe,
                 };
-                RaftEntry::new_normal(log_id(index), command)
+                RaftEntry::new_normal(log_id(index), Box::new(command))
             })
             .collect();
         AppendEntriesRequest {

@@ -184,7 +184,7 @@ mod tests {
                 markdown: "m".repeat(markdown_bytes),
             },
         };
-        LogEntry::new_normal(log_id(1, index), command)
+        LogEntry::new_normal(log_id(1, index), Box::new(command))
     }
 
     #[test]

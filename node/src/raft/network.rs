@@ -299,7 +299,7 @@ mod tests {
             prev_log_id: None,
             entries: vec![RaftEntry::new_normal(
                 LogIdOf::<FleetRaft>::new(leader, 1),
-                command,
+                Box::new(command),
             )],
             leader_commit: None,
         }
@@ -338,7 +338,7 @@ mod tests {
                 request_id: Some("r".repeat(36)),
             }),
         };
-        let mut entry = EntryOf::<FleetRaft>::new_normal(log_id(u64::MAX), command);
+        let mut entry = EntryOf::<FleetRaft>::new_normal(log_id(u64::MAX), Box::new(command));
         let mut rpc = AppendEntriesRequest::<FleetRaft> {
             vote: VoteOf::<FleetRaft>::new(7, leader),
             prev_log_id: Some(log_id(u64::MAX - 1)),

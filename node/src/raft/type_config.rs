@@ -1,7 +1,10 @@
 //! `FleetRaft`: the openraft type configuration of a fleet.
 //!
 //! A log entry's application data is a state [`Command`] (which already carries the
-//! leader's timestamp and the actor); the response is a [`CommandOutcome`]. Nodes
+//! leader's timestamp and the actor), boxed: openraft moves a proposal through its
+//! core by value inside messages as large as their largest kind, and a pointer keeps
+//! those small where the command itself is over 200 bytes. It encodes as the command
+//! itself. The response is a [`CommandOutcome`]. Nodes
 //! are identified by a `u64` derived from their name (see [`node_id`]) and described
 //! by a [`Peer`] (name and addresses). A log entry is a [`LogEntry`], which carries its
 //! JSON once encoded.
@@ -16,7 +19,7 @@ use super::peer::Peer;
 openraft::declare_raft_types!(
     /// The fleet's Raft types.
     pub FleetRaft:
-        D = Command,
+        D = Box<Command>,
         R = CommandOutcome,
         NodeId = u64,
         Node = Peer,

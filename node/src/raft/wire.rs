@@ -195,7 +195,7 @@ mod tests {
                         markdown: format!("\"quoted\" capability {index}\n"),
                     },
                 };
-                EntryOf::<FleetRaft>::new_normal(log_id(index), command)
+                EntryOf::<FleetRaft>::new_normal(log_id(index), Box::new(command))
             })
             .collect()
     }
@@ -288,13 +288,13 @@ mod tests {
         let mut unicode = entries(1, 1);
         unicode[0] = EntryOf::<FleetRaft>::new_normal(
             log_id(1),
-            Command {
+            Box::new(Command {
                 at_ms: 0,
                 actor: Actor::Operator,
                 request: Request::PublishCapabilities {
                     markdown: "\\ ] } , \u{1F600} \u{7} é".into(),
                 },
-            },
+            }),
         );
         for rpc in [
             request(Vec::new()),

@@ -100,11 +100,11 @@ impl FleetNode {
     }
 
     async fn propose_once(&self, actor: &Actor, request: &Request) -> Result<Committed, ApiError> {
-        let command = Command {
+        let command = Box::new(Command {
             at_ms: wall_clock_ms(),
             actor: actor.clone(),
             request: request.clone(),
-        };
+        });
         match self.raft.client_write(command).await {
             Ok(written) => Ok(Committed {
                 result: outcome_result(written.data),

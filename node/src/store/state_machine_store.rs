@@ -146,7 +146,7 @@ impl StateMachineStore {
         match entry.into_payload() {
             EntryPayload::Blank => (CommandOutcome::default(), Vec::new()),
             EntryPayload::Normal(command) => {
-                let outcome = applied.state.apply(command);
+                let outcome = applied.state.apply(*command);
                 let result = CommandOutcome {
                     result: Some(outcome.result),
                 };
