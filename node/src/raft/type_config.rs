@@ -4,10 +4,9 @@
 //! leader's timestamp and the actor), boxed: openraft moves a proposal through its
 //! core by value inside messages as large as their largest kind, and a pointer keeps
 //! those small where the command itself is over 200 bytes. It encodes as the command
-//! itself. The response is a [`CommandOutcome`]. Nodes
-//! are identified by a `u64` derived from their name (see [`node_id`]) and described
-//! by a [`Peer`] (name and addresses). A log entry is a [`LogEntry`], which carries its
-//! JSON once encoded.
+//! itself. The response is a [`CommandOutcome`]. Nodes are identified by a `u64`
+//! derived from their name (see [`node_id`]) and described by a [`Peer`] (name and
+//! addresses). A log entry is a [`LogEntry`], which carries its JSON once encoded.
 
 use serde::{Deserialize, Serialize};
 
@@ -99,5 +98,26 @@ mod tests {
         assert!(ids[0] != ids[1] && ids[1] != ids[2] && ids[0] != ids[2]);
         // Pinned so a change of the function, which would split a fleet, fails here.
         assert_eq!(node_id(""), 0xcbf2_9ce4_8422_2325);
+    }
+
+    #[test]
+    fn a_boxed_command_is_stored_and_sent_as_the_command_itself() {
+        use openraft::type_config::alias::EntryPayloadOf;
+
+        use crate::state::Actor;
+
+        // A normal entry's payload as logs written and messages sent before the box
+        // carry it; pinned so that the log on disk keeps its format.
+        let json = r#"{"Normal":{"at_ms":5,"actor":"Operator","request":"Probe"}}"#;
+        let payload = EntryPayloadOf::<FleetRaft>::Normal(Box::new(Command {
+            at_ms: 5,
+            actor: Actor::Operator,
+            request: Request::Probe,
+        }));
+        assert_eq!(serde_json::to_string(&payload).unwrap(), json);
+        assert_eq!(
+            serde_json::from_str::<EntryPayloadOf<FleetRaft>>(json).unwrap(),
+            payload
+        );
     }
 }
