@@ -11,7 +11,7 @@
 //! reports vectored writes, which tokio-rustls always does, an answer took two TLS
 //! records and two `writev` calls, a call three, and the other end woke for each.
 //! Wrapped in an `Unvectored`, a message of up to 1 KiB goes out with the frames after
-//! it: an answer in one record, a call in two (measured in `docs/benchmarks.md`).
+//! it: an answer in one record, a call in two (measured in `docs/benchmarks-log.md`).
 //!
 //! Both ends of the client API use it: [`ApiConnection`](super::api_connection) for a
 //! caller accepted by `fleetd`, [`ApiConnector`](super::api_connector) for a call to a

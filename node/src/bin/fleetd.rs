@@ -65,14 +65,20 @@ fn main() -> ExitCode {
     }
     let idle_driver = spin_window::idle_driver();
     let halt_poll_ns = spin_window::halt_poll_ns();
-    let window =
-        spin_window::window_for(config.spin_window_us, idle_driver.as_deref(), halt_poll_ns);
+    let cpu_vendor = spin_window::cpu_vendor();
+    let window = spin_window::window_for(
+        config.spin_window_us,
+        idle_driver.as_deref(),
+        halt_poll_ns,
+        cpu_vendor.as_deref(),
+    );
     let keeper = spin_window::start(window, idle_driver.as_deref());
     tracing::info!(
         window_us = window.as_micros(),
         configured = config.spin_window_us.is_some(),
         idle_driver = idle_driver.as_deref().unwrap_or("unknown"),
         halt_poll_ns,
+        cpu_vendor = cpu_vendor.as_deref().unwrap_or("unknown"),
         kept_by = keeper.unwrap_or("nothing"),
         "spin window"
     );

@@ -88,8 +88,8 @@ pub struct NodeConfig {
     /// by a thread at idle priority that spins. So the write's next hand-offs find a
     /// CPU awake; 0 turns it off. None while the node is idle or its writes come faster
     /// than the disk syncs them or several at a time. Unset, the host decides: 1000,
-    /// or 0 where the kernel's `haltpoll` idle driver polls before halting
-    /// ([`spin_window::window_for`]).
+    /// or 0 where the kernel's `haltpoll` idle driver polls before halting or where no
+    /// idle driver runs on an AMD CPU ([`spin_window::window_for`]).
     ///
     /// [`spin_window::window_for`]: crate::runtime::spin_window::window_for
     #[serde(default)]

@@ -9,7 +9,7 @@
 //! the woken thread. Measured with an `eventfd` ping-pong between two pinned threads
 //! on a KVM guest whose CPUs halt at once: 57 µs a round trip, 27 µs with a spinning
 //! thread at idle priority on each CPU, 8.5 µs with this request held at 0
-//! (`docs/benchmarks.md`).
+//! (`docs/benchmarks-log.md`).
 //!
 //! Released, the request asks for nothing (the kernel's default, 2,000 s), and the
 //! CPUs sleep as deeply as they would without it. Closing the file removes the

@@ -19,7 +19,7 @@
 //!   becomes runnable on its CPU preempts it at once, and the scheduler places
 //!   wake-ups on its CPU as on an idle one. That wake-up still interrupts the CPU: on
 //!   one host an `eventfd` round trip took 57 µs between halting CPUs, 27 µs with a
-//!   spinning thread on each, 8.5 µs with the request held (`docs/benchmarks.md`).
+//!   spinning thread on each, 8.5 µs with the request held (`docs/benchmarks-log.md`).
 //!
 //! Only a lone write starts a window: one entry, finding the log writer idle. A round
 //! under load ends it ([`stand_down`]): appends that came while the writer synced (a
@@ -32,9 +32,14 @@
 //! Where the kernel's `haltpoll` idle driver polls before halting (many KVM guests),
 //! the window only duplicates the driver, and measured with a spinning thread, it
 //! cost 16 and 64 clients 9–15% of their throughput against etcd's while a lone write
-//! gained a few percent. So an unset window follows the host ([`window_for`]): none
-//! where `haltpoll` polls, a window where it is told not to
-//! (`haltpoll.guest_halt_poll_ns=0`) or another driver or none runs.
+//! gained a few percent. Where no idle driver runs, the window can only spin; on AMD
+//! guests of that kind (two hosts, each weighed with the window on and off) it bought
+//! a lone write nothing, cost it the spinning thread's CPU (the servers' CPU per write
+//! up by 70% or more) and raised its p99 by a quarter or more, while on Intel
+//! guests of that kind it took 5–14% off a lone write on two hosts of three. So an
+//! unset window follows the host ([`window_for`]): none where `haltpoll` polls, or
+//! where no driver runs on an AMD CPU; a window where `haltpoll` is told not to poll
+//! (`haltpoll.guest_halt_poll_ns=0`), another driver runs, or none runs on another CPU.
 //!
 //! The window is measured from the last [`touch`]; the thread sleeps once it has
 //! passed, so an idle node costs nothing. Linux only; elsewhere [`start`] does
@@ -91,21 +96,36 @@ const IDLE_DRIVER_PATH: &str = "/sys/devices/system/cpu/cpuidle/current_driver";
 /// (absent without the driver).
 const HALT_POLL_PATH: &str = "/sys/module/haltpoll/parameters/guest_halt_poll_ns";
 
+/// Where the kernel names the CPU's maker (`vendor_id`, on x86).
+const CPU_INFO_PATH: &str = "/proc/cpuinfo";
+
+/// The `vendor_id` of AMD's CPUs.
+const AMD: &str = "AuthenticAMD";
+
 /// The window for a node: the configured microseconds if set; otherwise none where
 /// idle CPUs poll before halting (the `haltpoll` driver, unless its
-/// `guest_halt_poll_ns` is 0), and [`DEFAULT_WINDOW`] where they halt at once (that
-/// driver told not to poll, any other driver, or none).
+/// `guest_halt_poll_ns` is 0) or where no driver runs on an AMD CPU (`cpu_vendor`),
+/// and [`DEFAULT_WINDOW`] where they halt at once (that driver told not to poll, any
+/// other driver, or none on another CPU).
 pub fn window_for(
     configured_us: Option<u64>,
     idle_driver: Option<&str>,
     halt_poll_ns: Option<u64>,
+    cpu_vendor: Option<&str>,
 ) -> Duration {
     let polls_before_halting = idle_driver == Some("haltpoll") && halt_poll_ns != Some(0);
+    let could_only_spin_on_amd = no_idle_driver(idle_driver) && cpu_vendor == Some(AMD);
     match configured_us {
         Some(us) => Duration::from_micros(us),
-        None if polls_before_halting => Duration::ZERO,
+        None if polls_before_halting || could_only_spin_on_amd => Duration::ZERO,
         None => DEFAULT_WINDOW,
     }
+}
+
+/// Whether no `cpuidle` driver runs (the kernel says `none`, or has no `cpuidle`), so
+/// the window could only spin.
+fn no_idle_driver(idle_driver: Option<&str>) -> bool {
+    matches!(idle_driver, None | Some("none"))
 }
 
 /// The kernel's idle driver on this host (`haltpoll`, `intel_idle`, `acpi_idle`,
@@ -121,6 +141,21 @@ pub fn halt_poll_ns() -> Option<u64> {
     std::fs::read_to_string(HALT_POLL_PATH)
         .ok()
         .and_then(|nanos| nanos.trim().parse().ok())
+}
+
+/// The CPU's maker as the kernel names it (`GenuineIntel`, `AuthenticAMD`, ...), if it
+/// says (x86 only).
+pub fn cpu_vendor() -> Option<String> {
+    let cpu_info = std::fs::read_to_string(CPU_INFO_PATH).ok()?;
+    vendor_in(&cpu_info).map(str::to_owned)
+}
+
+/// The first `vendor_id` in the text of `/proc/cpuinfo`.
+fn vendor_in(cpu_info: &str) -> Option<&str> {
+    cpu_info.lines().find_map(|line| {
+        let (key, value) = line.split_once(':')?;
+        (key.trim() == "vendor_id").then(|| value.trim())
+    })
 }
 
 /// Starts the process's window thread with `window` (nothing for a zero window, off
@@ -240,7 +275,7 @@ impl Keeper {
     /// A CPU latency request where a `cpuidle` driver runs and the device opens; a
     /// spinning thread otherwise.
     fn for_host(idle_driver: Option<&str>) -> Keeper {
-        if matches!(idle_driver, None | Some("none")) {
+        if no_idle_driver(idle_driver) {
             return Keeper::Spin;
         }
         match CpuLatencyRequest::open(Path::new(cpu_latency_request::DEVICE_PATH)) {
@@ -337,24 +372,59 @@ mod tests {
     #[test]
     fn an_unset_window_follows_whether_idle_cpus_poll_and_a_set_one_wins() {
         let millisecond = Duration::from_millis(1);
+        let intel = Some("GenuineIntel");
         assert_eq!(
-            window_for(None, Some("haltpoll"), Some(200_000)),
+            window_for(None, Some("haltpoll"), Some(200_000), intel),
             Duration::ZERO
         );
-        assert_eq!(window_for(None, Some("haltpoll"), None), Duration::ZERO);
         assert_eq!(
-            window_for(None, Some("haltpoll"), Some(0)),
+            window_for(None, Some("haltpoll"), None, intel),
+            Duration::ZERO
+        );
+        assert_eq!(
+            window_for(None, Some("haltpoll"), Some(0), intel),
             millisecond,
             "haltpoll told not to poll halts at once"
         );
-        assert_eq!(window_for(None, Some("none"), None), millisecond);
-        assert_eq!(window_for(None, Some("intel_idle"), None), millisecond);
-        assert_eq!(window_for(None, None, None), millisecond);
+        assert_eq!(window_for(None, Some("none"), None, intel), millisecond);
         assert_eq!(
-            window_for(Some(250), Some("haltpoll"), Some(200_000)),
+            window_for(None, Some("intel_idle"), None, intel),
+            millisecond
+        );
+        assert_eq!(window_for(None, None, None, intel), millisecond);
+        assert_eq!(window_for(None, Some("none"), None, None), millisecond);
+        assert_eq!(
+            window_for(Some(250), Some("haltpoll"), Some(200_000), intel),
             Duration::from_micros(250)
         );
-        assert_eq!(window_for(Some(0), Some("none"), None), Duration::ZERO);
+        assert_eq!(
+            window_for(Some(0), Some("none"), None, intel),
+            Duration::ZERO
+        );
+    }
+
+    #[test]
+    fn an_amd_cpu_without_an_idle_driver_gets_no_window_unless_configured() {
+        let amd = Some(AMD);
+        assert_eq!(window_for(None, Some("none"), None, amd), Duration::ZERO);
+        assert_eq!(window_for(None, None, None, amd), Duration::ZERO);
+        assert_eq!(
+            window_for(None, Some("haltpoll"), Some(0), amd),
+            Duration::from_millis(1),
+            "with a driver the window holds a CPU latency request"
+        );
+        assert_eq!(
+            window_for(Some(500), Some("none"), None, amd),
+            Duration::from_micros(500)
+        );
+    }
+
+    #[test]
+    fn the_vendor_is_read_from_the_first_processor() {
+        let cpu_info = "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\n\n\
+                        processor\t: 1\nvendor_id\t: AuthenticAMD\n";
+        assert_eq!(vendor_in(cpu_info), Some(AMD));
+        assert_eq!(vendor_in("processor\t: 0\nmodel name\t: ARMv8\n"), None);
     }
 
     #[test]

@@ -301,7 +301,7 @@ impl LogWriter {
 /// caller's thread. That thread is the node's runtime, which waits out the sync; a
 /// slower sync means the disk is stalling, and the next append goes to the log
 /// writer's thread, whose sync, once quick again, lets the caller sync again. (Syncs
-/// take 30–180 µs on the hosts in `docs/benchmarks.md`, with stalls of tens of ms.)
+/// take 30–180 µs on the hosts in `docs/benchmarks-log.md`, with stalls of tens of ms.)
 const QUICK_SYNC: Duration = Duration::from_millis(1);
 
 impl Rounds {
@@ -354,7 +354,7 @@ const IDLE_SYNC_DELAY: Duration = Duration::from_millis(5);
 /// concurrent load: when an append came in while the last round (which appended) wrote
 /// and synced. On a leader with many clients that is the common case, and each fsync
 /// then carries several times the entries, for a fraction of the CPU (an fsync costs
-/// some 50 µs of CPU in the kernel here, whatever it carries; `docs/benchmarks.md`).
+/// some 50 µs of CPU in the kernel here, whatever it carries; `docs/benchmarks-log.md`).
 /// The wait does not delay commits while the followers are slower than it: a leader's
 /// entries commit once a quorum has them on disk, and its followers' copies come a
 /// network round trip and their own fsync after its own. A follower practically never
