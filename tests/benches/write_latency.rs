@@ -28,17 +28,21 @@
 //! the share of the CPU the hypervisor took during the row (stolen time) and the
 //! slowest `fdatasync` of a small write that a probe timed every 50 ms meanwhile: a
 //! shared host's CPU and disk slow or stall every system on it now and then, so the
-//! ratios are given once over every round and once over the rounds in which neither
-//! row was disturbed so; and how long the disk took to `fdatasync` a small write
-//! before and after the runs. `FLEET_BENCH_TIMELINE=DIR` also writes every row's
-//! writes in the order sent (`DIR/round<R>-<system>-<clients>.csv`: when each was
-//! sent and how long it took), the probe's samples (`…-disk.csv`: each `fdatasync`'s
-//! time and the host's stolen CPU ticks so far), and each round's `fleetd` logs
-//! (`DIR/round<R>/`), for a look at when slow writes came and what the nodes and the
-//! host did then.
+//! ratios are given once over every round and once over the rounds in which neither row
+//! was disturbed so; the median time of one load of a chase through 24 MiB that another
+//! probe timed every 100 ms: on a shared host the memory answers slower while other
+//! tenants load it, and every process here runs slower with it; and how long the disk
+//! took to `fdatasync` a small write before and after the runs.
+//! `FLEET_BENCH_TIMELINE=DIR` also writes every row's writes in the order sent
+//! (`DIR/round<R>-<system>-<clients>.csv`: when each was sent and how long it took),
+//! the probes' samples (`…-disk.csv`: each `fdatasync`'s time and the host's stolen CPU
+//! ticks so far; `…-memory.csv`: each chase's time per load), and each round's `fleetd`
+//! logs (`DIR/round<R>/`), for a look at when slow writes came and what the nodes and
+//! the host did then.
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Result, bail};
@@ -48,6 +52,7 @@ use fleet_tests::client::{WRITE_PATH, bare_api_client, write_outcome, write_requ
 use fleet_tests::disk_probe::{DiskProbe, fdatasync_latencies};
 use fleet_tests::etcd::{self, EtcdCluster, pb};
 use fleet_tests::latency::{LatencyRun, cpu_time, percentile};
+use fleet_tests::memory_probe::{CHAIN_BYTES, MemoryProbe, PointerChain};
 use fleet_tests::{ProcessFleet, TestClient};
 
 const CONCURRENCY: [usize; 3] = [1, 16, 64];
@@ -71,6 +76,9 @@ const DISK_PROBE_INTERVAL: Duration = Duration::from_millis(50);
 /// shared host stalls now and then, for up to a second and more, and every commit of
 /// every system on it waits meanwhile; outside a stall, one takes a few ms at most.
 const DISK_STALL: Duration = Duration::from_millis(50);
+/// How often the host's memory is timed during a row (a chase of 5,000 dependent
+/// loads: 2.5 ms of one core's time at 500 ns a load).
+const MEMORY_PROBE_INTERVAL: Duration = Duration::from_millis(100);
 
 /// Whether neither the hypervisor (stolen CPU) nor a stalled disk slowed `run`.
 fn undisturbed(run: &LatencyRun) -> bool {
@@ -316,7 +324,7 @@ fn concurrency() -> Result<Vec<usize>> {
 fn row(round: usize, system: &str, run: &LatencyRun) -> String {
     let ms = |d: Duration| format!("{:.2}", d.as_secs_f64() * 1000.0);
     format!(
-        "| {round} | {system} | {} | {} | {} | {} | {:.0} | {:.0} | {:.0} | {:.1} | {} |",
+        "| {round} | {system} | {} | {} | {} | {} | {:.0} | {:.0} | {:.0} | {:.1} | {} | {} |",
         run.clients,
         run.writes,
         ms(run.percentile(0.5)),
@@ -325,7 +333,9 @@ fn row(round: usize, system: &str, run: &LatencyRun) -> String {
         run.server_cpu_per_write_us(),
         run.client_cpu_per_write_us(),
         run.stolen_percent(),
-        run.slowest_disk_sync.map_or_else(|| "-".to_string(), ms)
+        run.slowest_disk_sync.map_or_else(|| "-".to_string(), ms),
+        run.memory_load
+            .map_or_else(|| "-".to_string(), |load| load.as_nanos().to_string())
     )
 }
 
@@ -459,6 +469,7 @@ fn main() -> Result<()> {
             std::fs::create_dir_all(dir)?;
         }
         let disk_before = fdatasync_latencies(DISK_SAMPLES)?;
+        let chain = Arc::new(PointerChain::new(CHAIN_BYTES));
         let mut measured = Vec::new();
         for round in 1..=rounds {
             // Every system of a round runs at once, and each client count is measured
@@ -480,9 +491,12 @@ fn main() -> Result<()> {
                 for (cluster, runs) in clusters.iter().zip(&mut runs) {
                     wait_until_quiet(&every_server).await?;
                     let probe = DiskProbe::start(DISK_PROBE_INTERVAL);
+                    let memory_probe = MemoryProbe::start(chain.clone(), MEMORY_PROBE_INTERVAL);
                     let mut run = cluster.measure(clients, writes, load).await?;
                     let disk = probe.finish()?;
+                    let memory = memory_probe.finish()?;
                     run.slowest_disk_sync = Some(disk.slowest());
+                    run.memory_load = Some(memory.median_load());
                     eprintln!("{}", row(round, &cluster.name(), &run));
                     if let Some(dir) = &timeline_dir {
                         let name = cluster.name().replace([' ', '(', ')'], "");
@@ -490,6 +504,8 @@ fn main() -> Result<()> {
                         std::fs::write(dir.join(format!("{stem}.csv")), run.timeline_csv())?;
                         let disk = disk.csv(run.started_at);
                         std::fs::write(dir.join(format!("{stem}-disk.csv")), disk)?;
+                        let memory = memory.csv(run.started_at);
+                        std::fs::write(dir.join(format!("{stem}-memory.csv")), memory)?;
                     }
                     runs.push(run);
                 }
@@ -504,9 +520,9 @@ fn main() -> Result<()> {
             }
         }
         println!(
-            "| round | system | clients | writes | p50 ms | p99 ms | writes/s | server CPU µs/write | client CPU µs/write | CPU stolen % | slowest disk sync ms |"
+            "| round | system | clients | writes | p50 ms | p99 ms | writes/s | server CPU µs/write | client CPU µs/write | CPU stolen % | slowest disk sync ms | memory load ns |"
         );
-        println!("|---|---|---|---|---|---|---|---|---|---|---|");
+        println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
         for m in &measured {
             for run in &m.runs {
                 println!("{}", row(m.round, &m.system, run));

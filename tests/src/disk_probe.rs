@@ -8,15 +8,13 @@
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
-use anyhow::{Result, anyhow};
+use anyhow::Result;
 use tempfile::TempDir;
 
 use crate::latency::stolen_ticks;
+use crate::sampler::{Sampler, Timed, offset_ms};
 
 /// The 300-byte record each timed sync follows.
 const RECORD: [u8; 300] = [b'x'; 300];
@@ -61,62 +59,38 @@ pub fn fdatasync_latencies(samples: usize) -> Result<Vec<Duration>> {
     (0..samples as u64).map(|n| target.timed_sync(n)).collect()
 }
 
-/// One timed `fdatasync`: when it started, how long it took, and the host's stolen
-/// CPU ticks so far.
-type Sample = (SystemTime, Duration, u64);
+/// One timed `fdatasync`: how long it took, and the host's stolen CPU ticks so far.
+type Sample = (Duration, u64);
 
 /// The probe while it runs.
-pub struct DiskProbe {
-    stop: Arc<AtomicBool>,
-    thread: JoinHandle<Result<Vec<Sample>>>,
-}
+pub struct DiskProbe(Sampler<Sample>);
 
 impl DiskProbe {
     /// Starts timing a 300-byte write's `fdatasync` every `interval`, in a temporary
     /// directory beside the fleets'. However soon it is finished, it times at least
     /// one: on a busy disk, creating its file alone can take longer than a short run.
     pub fn start(interval: Duration) -> Self {
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopped = stop.clone();
-        let thread = std::thread::spawn(move || {
+        Self(Sampler::start(interval, || {
             let target = SyncTarget::create(4096)?;
-            let mut samples = Vec::new();
-            for n in 0.. {
-                // The first sync is timed whenever the probe is stopped; no later one
-                // is timed after it was.
-                if n > 0 && stopped.load(Ordering::Relaxed) {
-                    break;
-                }
-                let at = SystemTime::now();
-                let took = target.timed_sync(n)?;
-                samples.push((at, took, stolen_ticks()?));
-                std::thread::sleep(interval);
-            }
-            Ok(samples)
-        });
-        Self { stop, thread }
+            Ok(move |n| Ok((target.timed_sync(n)?, stolen_ticks()?)))
+        }))
     }
 
     /// Stops timing and hands over what was timed.
     pub fn finish(self) -> Result<DiskSamples> {
-        self.stop.store(true, Ordering::Relaxed);
-        let samples = self
-            .thread
-            .join()
-            .map_err(|_| anyhow!("the disk probe panicked"))??;
-        Ok(DiskSamples(samples))
+        Ok(DiskSamples(self.0.finish("disk probe")?))
     }
 }
 
-/// What a [`DiskProbe`] timed.
-pub struct DiskSamples(Vec<Sample>);
+/// What a [`DiskProbe`] timed, each `fdatasync` with when it started.
+pub struct DiskSamples(Vec<Timed<Sample>>);
 
 impl DiskSamples {
     /// The slowest `fdatasync`.
     pub fn slowest(&self) -> Duration {
         self.0
             .iter()
-            .map(|(_, took, _)| *took)
+            .map(|(_, (took, _))| *took)
             .max()
             .unwrap_or_default()
     }
@@ -125,14 +99,10 @@ impl DiskSamples {
     /// from `since` (a run's `started_at`) and the host's stolen CPU ticks so far.
     pub fn csv(&self, since: SystemTime) -> String {
         let mut csv = String::from("sent_ms,fdatasync_ms,stolen_ticks\n");
-        for (at, took, stolen) in &self.0 {
-            let offset = match at.duration_since(since) {
-                Ok(after) => after.as_secs_f64(),
-                Err(before) => -before.duration().as_secs_f64(),
-            };
+        for (at, (took, stolen)) in &self.0 {
             csv.push_str(&format!(
                 "{:.3},{:.3},{stolen}\n",
-                offset * 1000.0,
+                offset_ms(*at, since),
                 took.as_secs_f64() * 1000.0
             ));
         }

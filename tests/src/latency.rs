@@ -42,6 +42,10 @@ pub struct LatencyRun {
     /// The slowest `fdatasync` a [`DiskProbe`](crate::disk_probe::DiskProbe) timed
     /// during the run, when one ran: a stall of the disk stalls every commit.
     pub slowest_disk_sync: Option<Duration>,
+    /// The median time one load took in the chases a
+    /// [`MemoryProbe`](crate::memory_probe::MemoryProbe) timed during the run, when one
+    /// ran: how fast the host's memory answered meanwhile.
+    pub memory_load: Option<Duration>,
     /// How many CPUs the machine has (those `/proc/stat` counts the stolen time of).
     pub cpus: usize,
 }
@@ -105,6 +109,7 @@ impl LatencyRun {
             client_cpu: cpu_after.1.saturating_sub(cpu_before.1),
             stolen: ticks(stolen),
             slowest_disk_sync: None,
+            memory_load: None,
             cpus: cpu_count()?,
         })
     }
@@ -235,6 +240,7 @@ mod tests {
             client_cpu: Duration::ZERO,
             stolen,
             slowest_disk_sync: None,
+            memory_load: None,
             cpus: 2,
         }
     }

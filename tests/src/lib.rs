@@ -17,6 +17,8 @@
 //! - [`latency`]: `LatencyRun`, concurrent clients and their latency percentiles.
 //! - [`disk_probe`]: the disk's `fdatasync` timed in a burst before and after the runs
 //!   and, by `DiskProbe`, during one.
+//! - [`memory_probe`]: `MemoryProbe`, the host's memory latency timed during a run.
+//! - [`sampler`]: `Sampler`, the thread beneath both probes.
 
 pub mod bare_grpc;
 pub mod client;
@@ -27,8 +29,10 @@ pub mod etcd;
 pub mod fleetd_image;
 pub mod jitter_relay;
 pub mod latency;
+pub mod memory_probe;
 pub mod process_fleet;
 pub mod running_fleetctl;
+pub mod sampler;
 
 pub use client::TestClient;
 pub use process_fleet::ProcessFleet;
