@@ -490,10 +490,10 @@ fn main() -> Result<()> {
                 let writes = row_writes(clients, writes, writes_per_client);
                 for (cluster, runs) in clusters.iter().zip(&mut runs) {
                     wait_until_quiet(&every_server).await?;
-                    let probe = DiskProbe::start(DISK_PROBE_INTERVAL);
+                    let disk_probe = DiskProbe::start(DISK_PROBE_INTERVAL);
                     let memory_probe = MemoryProbe::start(chain.clone(), MEMORY_PROBE_INTERVAL);
                     let mut run = cluster.measure(clients, writes, load).await?;
-                    let disk = probe.finish()?;
+                    let disk = disk_probe.finish()?;
                     let memory = memory_probe.finish()?;
                     run.slowest_disk_sync = Some(disk.slowest());
                     run.memory_load = Some(memory.median_load());
